@@ -1,0 +1,33 @@
+# Every target creates .venv and installs kernelcv into it when needed, so each one works
+# by itself on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: test test-slow demo bench lint clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m pytest -q
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow
+
+demo: $(STAMP)
+	$(PY) -m kernelcv.demo
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_cv.py
+
+lint: $(STAMP)
+	$(PY) -m ruff check src tests benchmarks
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache
