@@ -1,0 +1,47 @@
+"""Exact t-fold cross-validation by refitting on each training part (the ground truth).
+
+For fold ``S_i`` (size ``l_i``) the machine is refitted on the ``n - l_i`` retained points
+with the **same lam** and the mean loss over those points (the papers' convention; for
+KRR this is a ridge of ``(n - l_i) lam``). The held-out prediction is
+``f_{-S_i}(x_j) = sum_{k not in S_i} K_jk alpha'_k + b'`` for ``j in S_i``.
+
+Cost: t fits on ``n (t - 1) / t`` points, i.e. about t times one full fit. Each refit is
+warm-started from the full-data solution rescaled to the fold (``alpha' ~ alpha n/(n-l)``,
+since ``alpha = -g / (2 lam n)``), which saves Newton iterations for the hinge-type losses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def refit_predictions(K, y, fold_ids, lam, machine, full_fit=None):
+    """Held-out decision values of the t refitted models.
+
+    Parameters
+    ----------
+    K : (n, n) Gram matrix; y : (n,) targets; fold_ids : (n,) ids ``0..t-1``.
+    lam : regularisation; machine : :class:`kernelcv.machines.Machine`.
+    full_fit : optional full-data :class:`FitResult` used as warm start.
+
+    Returns
+    -------
+    predictions : (n,) ``f_{-S(j)}(x_j)``.
+    n_iter : total Newton iterations of the refits.
+    """
+    n = y.shape[0]
+    predictions = np.empty(n)
+    n_iter = 0
+    for i in range(int(fold_ids.max()) + 1):
+        test = fold_ids == i
+        train = ~test
+        n_train = int(train.sum())
+        K_train = K[np.ix_(train, train)]
+        warm = {}
+        if full_fit is not None:
+            warm = {"alpha0": full_fit.alpha[train] * (n / n_train),
+                    "intercept0": full_fit.intercept}
+        fit = machine.fit(K_train, y[train], lam, **warm)
+        n_iter += fit.n_iter
+        predictions[test] = K[np.ix_(test, train)] @ fit.alpha + fit.intercept
+    return predictions, n_iter

@@ -1,0 +1,194 @@
+"""Public cross-validation API: one function that validates, builds the kernel and runs a criterion.
+
+``method``:
+
+* ``"exact"`` -- refit on every training part (:mod:`kernelcv.criteria.exact`); ground truth.
+* ``"closed-form"`` -- exact t-fold / leave-one-out for ``krr`` and ``lssvm`` from one
+  eigendecomposition (:mod:`kernelcv.criteria.closed_form`).
+* ``"bif"`` -- one full-data fit plus the BIF correction of order ``order``
+  (:mod:`kernelcv.criteria.bif`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .criteria.bif import bif_predictions
+from .criteria.closed_form import ClosedFormCV
+from .criteria.exact import refit_predictions
+from .criteria.result import DEGENERATE_RATIO, CVResult, fold_errors, heldout_ratio
+from .exceptions import KernelCVError
+from .kernels import GramFactory, make_kernel
+from .machines import make_machine
+from .memory import check_dense_budget
+from .validation import check_data, check_positive, make_folds
+
+METHODS = ("exact", "closed-form", "bif")
+# Dense n x n float64 matrices each method holds at its peak (K, copies, factors, Q, P).
+_MATRICES = {"exact": 2.5, "closed-form": 3.0, "bif": 2.5}
+
+
+def parse_order(order):
+    """Validate a BIF order: an int >= 1, ``"inf"`` or ``"auto"``."""
+    if isinstance(order, str):
+        if order in ("inf", "auto"):
+            return order
+        try:
+            order = int(order)
+        except ValueError:
+            raise KernelCVError(
+                f"order must be a positive integer, 'inf' or 'auto', got {order!r}") from None
+    if isinstance(order, float) and order == float("inf"):
+        return "inf"
+    if isinstance(order, bool) or int(order) != order or order < 1:
+        raise KernelCVError(f"order must be a positive integer, 'inf' or 'auto', got {order!r}")
+    return int(order)
+
+
+def _prepare(X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
+             fit_intercept, folds, method, order, random_state, memory_budget):
+    spec = make_machine(machine, huber_width=huber_width, epsilon=epsilon,
+                        fit_intercept=fit_intercept)
+    if method not in METHODS:
+        raise KernelCVError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if method == "closed-form" and spec.loss.name != "square":
+        raise KernelCVError(
+            f"method 'closed-form' is exact only for krr and lssvm, not {machine!r}; "
+            "use method='bif' (fast) or 'exact'")
+    order = parse_order(order) if method == "bif" else None
+    kern = make_kernel(kernel, gamma, degree, coef0)
+    X, y, mapping = check_data(X, y, spec.is_classifier)
+    fold_ids = make_folds(y, folds, spec.is_classifier, random_state)
+    n = y.shape[0]
+    check_dense_budget(n, n, _MATRICES[method], f"method {method!r} on {n} samples",
+                       memory_budget)
+    K = GramFactory(X, memory_budget=memory_budget).gram(kern)
+    params = {**spec.params(), **kern.params()}
+    notes = []
+    if mapping is not None and set(mapping.values()) != {-1, 1}:
+        notes.append(f"labels {mapping[-1]!r}/{mapping[1]!r} mapped to -1/+1")
+    return spec, order, K, y, fold_ids, mapping, params, notes
+
+
+def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, degree=3,
+                   coef0=1.0, huber_width=0.01, epsilon=0.1, fit_intercept=None, folds=10,
+                   method="exact", order=5, random_state=None, tol=1e-6,
+                   memory_budget=None) -> CVResult:
+    """Estimate the t-fold cross-validation error of a kernel machine.
+
+    Parameters
+    ----------
+    X : array or sparse matrix, shape (n, d)
+    y : array, shape (n,)
+        Targets; for classifiers two classes of any type (mapped to -1/+1, smaller first).
+    machine : {"krr", "lssvm", "l2svm", "svm", "svr"}
+        See :mod:`kernelcv.machines`; ``svm``/``svr`` are the Huber-smoothed machines.
+    kernel : {"rbf", "laplace", "poly", "linear"}
+    gamma : float
+        Kernel width (required for rbf and laplace); ``gamma = 1 / (2 sigma^2)``.
+    lam : float
+        Regularisation of ``(1/n) sum loss + lam ||f||^2``; scikit-learn's KernelRidge
+        ``alpha = n lam``, SVC ``C = 1 / (2 n lam)``. Fold-out fits keep the same lam.
+    degree, coef0 : polynomial kernel parameters.
+    huber_width : smoothing width of ``svm`` and ``svr`` (default 0.01).
+    epsilon : insensitivity of ``svr``.
+    fit_intercept : LS-SVM intercept (default True for lssvm; others are bias-free).
+    folds : int or array of n fold ids
+        t shuffled (stratified for classifiers) folds, or explicit fold ids.
+    method : {"exact", "closed-form", "bif"}
+    order : int, "inf" or "auto"
+        BIF order (``method="bif"`` only).
+    random_state : int or None
+        Seed of the fold assignment when ``folds`` is an int.
+    tol : float
+        Tolerance of ``order="auto"`` relative to ``max |F|``.
+    memory_budget : bytes, "8G", or None (see :mod:`kernelcv.memory`).
+
+    Returns
+    -------
+    CVResult
+        ``cv_error`` is the 0-1 error (classifiers) or MSE (regressors) of the held-out
+        predictions. ``degenerate`` warns that held-out kernel predictions are negligible
+        (tiny kernel width); approximate values are then unreliable: use ``method="exact"``.
+
+    Notes
+    -----
+    Cost for n samples and t folds: exact ~ t full fits; closed-form one ``eigh``
+    (``O(n^3)``) plus ``O(n^2 (t + n/t))``; bif one full fit plus ``O(n |A| t)`` per order.
+    """
+    return cross_validate_path(
+        X, y, [lam], machine=machine, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
+        huber_width=huber_width, epsilon=epsilon, fit_intercept=fit_intercept, folds=folds,
+        method=method, order=order, random_state=random_state, tol=tol,
+        memory_budget=memory_budget)[0]
+
+
+def cross_validate_path(X, y, lams, machine="krr", kernel="rbf", gamma=None, *, degree=3,
+                        coef0=1.0, huber_width=0.01, epsilon=0.1, fit_intercept=None, folds=10,
+                        method="exact", order=5, random_state=None, tol=1e-6,
+                        memory_budget=None) -> list[CVResult]:
+    """:func:`cross_validate` for several lam values sharing the kernel and the folds.
+
+    The Gram matrix is computed once; ``closed-form`` shares one eigendecomposition across
+    all lam values, the other methods warm-start each full fit from the previous lam
+    (taken in decreasing order). Results come back in the order of ``lams``.
+    """
+    lams = np.atleast_1d(np.asarray(lams, dtype=object))
+    if lams.size == 0:
+        raise KernelCVError("give at least one lam value")
+    lam_values = [check_positive("lam", value) for value in lams]
+    start = time.perf_counter()
+    spec, order, K, y, fold_ids, mapping, params, notes = _prepare(
+        X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon, fit_intercept,
+        folds, method, order, random_state, memory_budget)
+    setup_seconds = time.perf_counter() - start
+    closed = None
+    if method == "closed-form":
+        tic = time.perf_counter()
+        closed = ClosedFormCV(K, fold_ids, fit_intercept=spec.fit_intercept)
+        setup_seconds += time.perf_counter() - tic
+    results: list[CVResult | None] = [None] * len(lam_values)
+    previous = None
+    for position in np.argsort(lam_values)[::-1]:
+        lam = lam_values[position]
+        tic = time.perf_counter()
+        fit_seconds = 0.0
+        order_used = None
+        extra_notes = []
+        if closed is not None:
+            predictions = closed.predictions(y, lam)
+            alpha = closed.full_fit(y, lam)[0]
+        else:
+            warm = {} if previous is None else {"alpha0": previous.alpha,
+                                                "intercept0": previous.intercept}
+            fit_tic = time.perf_counter()
+            fit = spec.fit(K, y, lam, **warm)
+            fit_seconds = time.perf_counter() - fit_tic
+            previous = fit
+            alpha = fit.alpha
+            if method == "exact":
+                predictions, _ = refit_predictions(K, y, fold_ids, lam, spec, full_fit=fit)
+            else:
+                predictions, order_used = bif_predictions(K, y, fold_ids, lam, spec, fit,
+                                                          order=order, tol=tol)
+                if order == "auto" and order_used == "inf":
+                    extra_notes.append("series did not reach tol within 200 terms; "
+                                       "used the closed-form limit (order inf)")
+        ratio = heldout_ratio(K, alpha, fold_ids)
+        degenerate = ratio < DEGENERATE_RATIO
+        if degenerate:
+            extra_notes.append(
+                "degenerate: held-out kernel predictions are negligible (kernel width too "
+                "small); approximate CV values are unreliable here, use method='exact'")
+        error, per_fold = fold_errors(y, predictions, fold_ids, spec.metric)
+        seconds = time.perf_counter() - tic + setup_seconds / len(lam_values)
+        results[position] = CVResult(
+            cv_error=error, fold_errors=per_fold, method=method,
+            order=order, order_used=order_used if method == "bif" else None,
+            n_folds=int(fold_ids.max()) + 1, n_samples=y.shape[0], seconds=seconds,
+            fit_seconds=fit_seconds, degenerate=degenerate, heldout_ratio=ratio,
+            metric=spec.metric, params={**params, "lam": lam}, label_mapping=mapping,
+            predictions=predictions, notes=notes + extra_notes)
+    return results

@@ -1,0 +1,122 @@
+"""Piecewise-quadratic losses of the kernel machines, as functions of the prediction f.
+
+Each loss gives its value, first derivative ``g = d loss / d f`` and second derivative
+``h = d^2 loss / d f^2``. All of them are piecewise quadratic, so ``h`` is piecewise
+constant and a Newton step on a fixed set of pieces is exact; this is what the solver
+(:mod:`kernelcv.machines.solver`) and the BIF series (:mod:`kernelcv.criteria.bif`) use.
+
+=============  ======================================================  ===============
+loss           value                                                    h where > 0
+=============  ======================================================  ===============
+square         ``(y - f)^2``                                            2
+squared hinge  ``max(0, 1 - y f)^2``                                    2 (margin < 1)
+Huber hinge    0 if m > 1 + w; ``(1 + w - m)^2 / (4 w)`` if |1 - m| <= w;  ``1 / (2 w)``
+               ``1 - m`` if m < 1 - w  (margin ``m = y f``, width ``w``)
+Huber eps-ins. with ``u = |y - f| - eps``: 0 if u < -w; ``(u + w)^2 / (4 w)``  ``1 / (2 w)``
+               if |u| <= w; ``u`` if u > w
+=============  ======================================================  ===============
+
+The Huber losses tend to the hinge loss ``max(0, 1 - m)`` and to the epsilon-insensitive
+loss ``max(0, |y - f| - eps)`` as the width ``w -> 0``; they differ from them by at most
+``w / 4``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..exceptions import KernelCVError
+
+
+@dataclass(frozen=True)
+class SquareLoss:
+    """``(y - f)^2``: kernel ridge regression and the LS-SVM."""
+
+    name = "square"
+
+    def value(self, y, f):
+        return (y - f) ** 2
+
+    def derivatives(self, y, f):
+        return 2.0 * (f - y), np.full_like(f, 2.0)
+
+
+@dataclass(frozen=True)
+class SquaredHingeLoss:
+    """``max(0, 1 - y f)^2``: the L2-SVM (labels +-1)."""
+
+    name = "squared_hinge"
+
+    def value(self, y, f):
+        return np.maximum(0.0, 1.0 - y * f) ** 2
+
+    def derivatives(self, y, f):
+        slack = np.maximum(0.0, 1.0 - y * f)
+        return -2.0 * y * slack, np.where(slack > 0, 2.0, 0.0)
+
+
+def smooth_plus(z, width):
+    """Huber-smoothed ``max(0, z)`` and its first two derivatives.
+
+    ``psi(z) = 0`` for ``z < -w``, ``(z + w)^2 / (4 w)`` for ``|z| <= w`` and ``z`` for
+    ``z > w``; ``psi' in [0, 1]``, ``psi'' = 1 / (2 w)`` inside the band and 0 outside.
+    """
+    w = width
+    value = np.where(z < -w, 0.0, np.where(z > w, z, (z + w) ** 2 / (4.0 * w)))
+    first = np.where(z < -w, 0.0, np.where(z > w, 1.0, (z + w) / (2.0 * w)))
+    second = np.where(np.abs(z) <= w, 1.0 / (2.0 * w), 0.0)
+    return value, first, second
+
+
+@dataclass(frozen=True)
+class HuberHingeLoss:
+    """Hinge loss with its kink smoothed: ``psi(1 - y f)`` (see :func:`smooth_plus`)."""
+
+    width: float = 0.01
+    name = "huber_hinge"
+
+    def __post_init__(self):
+        _check_width(self.width)
+
+    def value(self, y, f):
+        return smooth_plus(1.0 - y * f, self.width)[0]
+
+    def derivatives(self, y, f):
+        _, first, second = smooth_plus(1.0 - y * f, self.width)
+        return -y * first, second
+
+
+@dataclass(frozen=True)
+class HuberInsensitiveLoss:
+    """Smoothed epsilon-insensitive loss ``psi(f - y - eps) + psi(y - f - eps)``.
+
+    For ``eps >= width`` the two terms never overlap and this is the table's formula;
+    for smaller ``eps`` (including 0, a smoothed absolute loss) it stays differentiable.
+    """
+
+    epsilon: float = 0.1
+    width: float = 0.01
+    name = "huber_insensitive"
+
+    def __post_init__(self):
+        _check_width(self.width)
+        if not np.isfinite(self.epsilon) or self.epsilon < 0:
+            raise KernelCVError(f"epsilon must be a finite number >= 0, got {self.epsilon!r}")
+
+    def value(self, y, f):
+        r = f - y
+        return (smooth_plus(r - self.epsilon, self.width)[0]
+                + smooth_plus(-r - self.epsilon, self.width)[0])
+
+    def derivatives(self, y, f):
+        r = f - y
+        _, up1, up2 = smooth_plus(r - self.epsilon, self.width)
+        _, down1, down2 = smooth_plus(-r - self.epsilon, self.width)
+        return up1 - down1, up2 + down2
+
+
+def _check_width(width) -> None:
+    if not np.isfinite(width) or width <= 0:
+        raise KernelCVError(f"huber width must be a positive finite number, got {width!r}")

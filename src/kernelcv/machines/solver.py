@@ -1,0 +1,209 @@
+"""Exact primal Newton solver for kernel machines with piecewise-quadratic losses.
+
+Problem (the papers' form, on a Gram matrix ``K`` of the n training points)::
+
+    minimise_{alpha, b}  (1/n) sum_j loss(y_j, F_j) + lam * alpha' K alpha,   F = K alpha + b
+
+with ``b = 0`` unless ``fit_intercept``. At the optimum ``2 lam n alpha = -g`` where
+``g_j = loss'(y_j, F_j)``, and with an intercept also ``sum_j alpha_j = 0``.
+
+Each iteration fixes the loss pieces at the current F (``h_j = loss''``) and jumps to the
+exact minimiser of that piecewise-quadratic model: points with ``h_j = 0`` get
+``alpha_j = -g_j / (2 lam n)``; the set ``Q = {h_j > 0}`` solves the symmetric
+positive-definite system::
+
+    (K_QQ + 2 lam n H_Q^-1) alpha_Q + b 1 = -H_Q^-1 (g_Q - H_Q F_Q) - K_QL alpha_L
+
+bordered by ``1' alpha = 0`` when there is an intercept. An exact line search on the
+convex, piecewise-quadratic objective along the step keeps the iteration monotone
+(Chapelle, 2007, "Training a support vector machine in the primal"). For the square
+loss one iteration is the closed form; for the other losses the iteration ends when the
+pieces stop changing, in a few iterations from a warm start.
+
+Cost per iteration: one Cholesky factorisation of ``|Q| x |Q|`` (``|Q|^3 / 3`` flops) and
+O(n^2) for the matrix-vector products. Only the Q system is ever factored.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg as sla
+from sklearn.exceptions import ConvergenceWarning
+
+from ..exceptions import KernelCVError
+
+
+@dataclass
+class Factorisation:
+    """Cholesky factor of ``M = K_QQ + 2 lam n H_Q^-1`` on the index set ``active``."""
+
+    active: np.ndarray
+    cho: tuple
+    jitter: float = 0.0
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        return sla.cho_solve(self.cho, rhs, check_finite=False)
+
+
+@dataclass
+class FitResult:
+    """A fitted machine on its training Gram matrix.
+
+    Attributes
+    ----------
+    alpha : (n,) coefficients, ``f(x) = sum_j alpha_j k(x_j, x) + intercept``.
+    intercept : float (0 without intercept).
+    decision : (n,) training decision values ``F = K alpha + intercept``.
+    n_iter : Newton iterations used.
+    converged : whether the pieces settled within ``max_iter``.
+    factor : the factorisation of the last Newton system (reused by the BIF criterion).
+    """
+
+    alpha: np.ndarray
+    intercept: float
+    decision: np.ndarray
+    n_iter: int
+    converged: bool
+    factor: Factorisation | None = field(default=None, repr=False)
+
+
+def cholesky_with_jitter(M: np.ndarray) -> tuple[tuple, float]:
+    """Cholesky factor of the SPD matrix ``M``, adding a growing diagonal jitter if needed.
+
+    The jitter starts at ``1e-12 * mean(diag M)`` and grows tenfold up to ``1e-6``; its
+    final value is returned (0 when none was needed) and a warning is issued.
+    """
+    try:
+        return sla.cho_factor(M, lower=True, check_finite=False), 0.0
+    except sla.LinAlgError:
+        pass
+    scale = float(np.mean(np.diag(M))) if M.size else 1.0
+    for exponent in range(-12, -5):
+        jitter = scale * 10.0**exponent
+        try:
+            factor = sla.cho_factor(M + jitter * np.eye(M.shape[0]), lower=True,
+                                    check_finite=False)
+        except sla.LinAlgError:
+            continue
+        warnings.warn(
+            f"kernel system not numerically positive definite; added jitter {jitter:.3g} "
+            "to its diagonal (lam is tiny relative to the kernel's scale: consider a larger "
+            "lam)", RuntimeWarning, stacklevel=3)
+        return factor, jitter
+    raise KernelCVError(
+        "the kernel system is singular even with jitter: lam is too small for this kernel "
+        "matrix; increase lam")
+
+
+def _objective(loss, y, F, alpha, K_alpha_dot, lam):
+    return float(np.mean(loss.value(y, F)) + lam * K_alpha_dot)
+
+
+def _line_search(loss, y, F, dF, alpha, d_alpha, K_alpha, K_d, lam, n):
+    """Exact minimiser over t in (0, 1] of the objective along the step (monotone phi')."""
+
+    def dphi(t):
+        g, _ = loss.derivatives(y, F + t * dF)
+        return float(g @ dF) / n + 2 * lam * (d_alpha @ K_alpha + t * (d_alpha @ K_d))
+
+    slope0 = abs(dphi(0.0))
+    # phi' is monotone; at the exact minimiser phi'(1) is 0 up to rounding.
+    if dphi(1.0) <= 1e-10 * slope0 + 1e-300:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    t = 1.0
+    for _ in range(60):
+        t = 0.5 * (lo + hi)
+        slope = dphi(t)
+        if slope > 0:
+            hi = t
+        else:
+            lo = t
+        if hi - lo < 1e-12:
+            break
+    return max(lo, 1e-12)
+
+
+def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, intercept0=0.0,
+                       tol=1e-10, max_iter=100) -> FitResult:
+    """Minimise ``(1/n) sum loss(y, K alpha + b) + lam alpha' K alpha`` by primal Newton.
+
+    Parameters
+    ----------
+    K : (n, n) Gram matrix (symmetric positive semi-definite).
+    y : (n,) targets (+-1 for the classification losses).
+    lam : regularisation ``lam > 0`` (scikit-learn: ``alpha = n lam``, ``C = 1 / (2 n lam)``).
+    loss : a loss from :mod:`kernelcv.machines.losses`.
+    fit_intercept : add an unregularised intercept ``b`` (bordered system).
+    alpha0, intercept0 : warm start (e.g. the solution at a neighbouring lam).
+    tol : relative change of F below which the iteration stops once the pieces are fixed.
+    max_iter : Newton iterations before giving up with a ``ConvergenceWarning``.
+
+    Returns
+    -------
+    FitResult
+
+    Notes
+    -----
+    Cost: ``O(|Q|^3 / 3 + n^2)`` per iteration; one iteration for the square loss.
+    """
+    n = K.shape[0]
+    alpha = np.zeros(n) if alpha0 is None else np.array(alpha0, dtype=np.float64)
+    b = float(intercept0) if fit_intercept else 0.0
+    K_alpha = K @ alpha
+    F = K_alpha + b
+    factor = None
+    converged = False
+    g, h = loss.derivatives(y, F)
+    for iteration in range(1, max_iter + 1):
+        active = np.flatnonzero(h > 0)
+        fixed = np.flatnonzero(h == 0)
+        target = np.empty(n)
+        target[fixed] = -g[fixed] / (2 * lam * n)
+        b_new = b
+        if active.size:
+            h_a = h[active]
+            M = K[np.ix_(active, active)]
+            M[np.diag_indices_from(M)] += 2 * lam * n / h_a
+            cho, jitter = cholesky_with_jitter(M)
+            factor = Factorisation(active=active, cho=cho, jitter=jitter)
+            rhs = -(g[active] - h_a * F[active]) / h_a
+            if fixed.size:
+                rhs -= K[np.ix_(active, fixed)] @ target[fixed]
+            sol = factor.solve(rhs)
+            if fit_intercept:
+                ones = factor.solve(np.ones(active.size))
+                b_new = (sol.sum() + target[fixed].sum()) / ones.sum()
+                sol -= b_new * ones
+            target[active] = sol
+        else:
+            factor = None
+        d_alpha = target - alpha
+        K_d = K @ d_alpha
+        dF = K_d + (b_new - b)
+        step = _line_search(loss, y, F, dF, alpha, d_alpha, K_alpha, K_d, lam, n)
+        alpha = alpha + step * d_alpha
+        b = b + step * (b_new - b)
+        K_alpha = K_alpha + step * K_d
+        F = K_alpha + b
+        g_old_fixed = g[fixed]
+        g, h = loss.derivatives(y, F)
+        # The full step landed on the same loss pieces it was computed for: F is then the
+        # exact minimiser of a convex objective that equals the model near F.
+        same_pieces = (np.array_equal(np.flatnonzero(h > 0), active)
+                       and np.array_equal(g[fixed], g_old_fixed))
+        change = step * float(np.max(np.abs(dF))) if n else 0.0
+        scale_F = max(1.0, float(np.max(np.abs(F)))) if n else 1.0
+        if step == 1.0 and (same_pieces or change <= tol * scale_F):
+            converged = True
+            break
+    if not converged:
+        warnings.warn(
+            f"Newton solver stopped after {max_iter} iterations without the loss pieces "
+            "settling; the result may be inexact (increase max_iter)",
+            ConvergenceWarning, stacklevel=2)
+    return FitResult(alpha=alpha, intercept=float(b), decision=F, n_iter=iteration,
+                     converged=converged, factor=factor)

@@ -1,0 +1,88 @@
+"""Memory budget for dense n x n matrices.
+
+Kernel methods hold Gram matrices (and for some criteria an eigenvector matrix) of
+``n * n * 8`` bytes each. Before allocating them, :func:`check_dense_budget` compares
+the estimate with a budget and refuses with advice instead of letting the machine swap.
+
+The budget is, in order of precedence: the ``memory_budget`` argument, the environment
+variable ``KERNELCV_MEMORY_BUDGET`` (bytes, or a number with a ``K``/``M``/``G``/``T``
+suffix, e.g. ``8G``), else half of the physical memory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from .exceptions import KernelCVError, MemoryBudgetError
+
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def parse_bytes(value: str | int | float) -> int:
+    """Parse ``8G``, ``512M``, ``1.5G`` or a plain number of bytes."""
+    if isinstance(value, int | float):
+        if value <= 0:
+            raise KernelCVError(f"memory budget must be positive, got {value}")
+        return int(value)
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)i?B?\s*", str(value), re.IGNORECASE)
+    if not match:
+        raise KernelCVError(
+            f"cannot read memory budget {value!r}: give bytes or a number with K, M, G or T"
+        )
+    number = float(match.group(1)) * _UNITS[match.group(2).upper()]
+    if number <= 0:
+        raise KernelCVError(f"memory budget must be positive, got {value!r}")
+    return int(number)
+
+
+def physical_memory() -> int:
+    """Physical memory in bytes (POSIX ``sysconf``), or 8 GiB when it cannot be read."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
+
+
+def memory_budget(budget: str | int | float | None = None) -> int:
+    """The budget in bytes (argument, then ``KERNELCV_MEMORY_BUDGET``, then RAM / 2)."""
+    if budget is not None:
+        return parse_bytes(budget)
+    env = os.environ.get("KERNELCV_MEMORY_BUDGET")
+    if env:
+        return parse_bytes(env)
+    return physical_memory() // 2
+
+
+def format_bytes(n_bytes: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n_bytes) < 1024 or unit == "TiB":
+            return f"{n_bytes:.1f} {unit}" if unit != "B" else f"{int(n_bytes)} B"
+        n_bytes /= 1024
+    raise AssertionError("unreachable")
+
+
+def check_dense_budget(
+    n_rows: int,
+    n_cols: int,
+    n_matrices: float,
+    what: str,
+    budget: str | int | float | None = None,
+    itemsize: int = 8,
+) -> int:
+    """Refuse when ``n_matrices`` dense ``n_rows x n_cols`` arrays would exceed the budget.
+
+    Returns the estimate in bytes. Raises :class:`MemoryBudgetError` with the estimate
+    and the remedies otherwise.
+    """
+    need = int(n_rows) * int(n_cols) * itemsize * n_matrices
+    limit = memory_budget(budget)
+    if need > limit:
+        raise MemoryBudgetError(
+            f"{what} needs about {format_bytes(need)} ({n_matrices:g} dense "
+            f"{n_rows} x {n_cols} float64 matrices) but the memory budget is "
+            f"{format_bytes(limit)}; use a random subsample of the data, or raise the budget "
+            "with memory_budget= / --memory-budget / KERNELCV_MEMORY_BUDGET if the machine "
+            "really has the memory"
+        )
+    return need

@@ -1,0 +1,147 @@
+"""Input validation at the public boundary: data, labels, folds and positive settings.
+
+Inner code trusts what passes through here. Every failure raises
+:class:`~kernelcv.exceptions.KernelCVError` with a message that names the problem and the
+remedy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.model_selection import KFold, StratifiedKFold
+
+from .exceptions import KernelCVError
+
+
+def check_data(X, y, classifier: bool):
+    """Validate ``X`` (dense or sparse, finite) and ``y`` (finite, same length).
+
+    For a classifier, two classes are mapped to -1/+1 (the smaller label to -1).
+
+    Returns
+    -------
+    X : float64 ndarray or CSR matrix
+    y : float64 ndarray (+-1 for a classifier)
+    label_mapping : dict or None
+        ``{-1: original, +1: original}`` for a classifier.
+    """
+    if X is None or y is None:
+        raise KernelCVError("both X and y are required")
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        values = X.data
+    else:
+        try:
+            X = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise KernelCVError(f"X must be numeric: {exc}") from None
+        if X.ndim == 1:
+            raise KernelCVError(
+                f"X must be 2-D (n_samples, n_features), got a 1-D array of length {X.size}; "
+                "use X.reshape(-1, 1) for a single feature")
+        if X.ndim != 2:
+            raise KernelCVError(f"X must be 2-D (n_samples, n_features), got {X.ndim}-D")
+        values = X
+    n = X.shape[0]
+    if n == 0 or X.shape[1] == 0:
+        raise KernelCVError(f"the data are empty ({X.shape[0]} samples, {X.shape[1]} features)")
+    if not np.all(np.isfinite(values)):
+        bad = int(np.size(values) - np.count_nonzero(np.isfinite(values)))
+        raise KernelCVError(
+            f"X contains {bad} NaN or infinite value(s); remove or impute them first")
+    y = np.asarray(y)
+    if y.ndim != 1:
+        y = np.squeeze(y)
+        if y.ndim != 1:
+            raise KernelCVError(f"y must be 1-D, got shape {np.shape(y)}")
+    if y.shape[0] != n:
+        raise KernelCVError(f"X has {n} samples but y has {y.shape[0]}; they must match")
+    if not classifier:
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError):
+            raise KernelCVError("y must be numeric for a regression machine") from None
+        if not np.all(np.isfinite(y)):
+            raise KernelCVError("y contains NaN or infinite values; remove those samples")
+        return X, y, None
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise KernelCVError("y contains NaN or infinite values; remove those samples")
+    classes = np.unique(y)
+    if classes.size < 2:
+        raise KernelCVError(
+            f"a classifier needs two classes, but y has only one ({classes[0]!r})")
+    if classes.size > 2:
+        raise KernelCVError(
+            f"y has {classes.size} classes; cross-validation criteria are binary for now "
+            "(use the scikit-learn estimators, which do one-vs-rest, or merge classes)")
+    y_pm = np.where(y == classes[1], 1.0, -1.0)
+    mapping = {-1: _plain(classes[0]), 1: _plain(classes[1])}
+    return X, y_pm, mapping
+
+
+def _plain(value):
+    """A JSON-friendly Python scalar."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def check_positive(name: str, value) -> float:
+    """``value`` as a float, or an error if it is not a positive finite number."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise KernelCVError(f"{name} must be a positive number, got {value!r}") from None
+    if not math.isfinite(number) or number <= 0:
+        raise KernelCVError(f"{name} must be a positive finite number, got {value!r}")
+    return number
+
+
+def make_folds(y, folds, classifier: bool, random_state=None) -> np.ndarray:
+    """Fold ids ``0..t-1`` for each sample.
+
+    Parameters
+    ----------
+    y : (n,) labels (+-1 for classifiers) or targets.
+    folds : int or array of n fold ids
+        An integer t gives shuffled folds (stratified by class for a classifier, as
+        scikit-learn does) seeded by ``random_state``; an array is taken as given (any
+        integer ids, relabelled to ``0..t-1``).
+    classifier : whether every training part must contain both classes.
+    """
+    n = y.shape[0]
+    if isinstance(folds, int | np.integer) and not isinstance(folds, bool):
+        t = int(folds)
+        if t < 2:
+            raise KernelCVError(f"need at least 2 folds, got {t}")
+        if t > n:
+            raise KernelCVError(f"cannot make {t} folds from {n} samples (at most n = {n})")
+        ids = np.empty(n, dtype=np.int64)
+        if classifier and np.min(np.bincount((y > 0).astype(int), minlength=2)) >= t:
+            splitter = StratifiedKFold(t, shuffle=True, random_state=random_state)
+        else:
+            splitter = KFold(t, shuffle=True, random_state=random_state)
+        for i, (_, test) in enumerate(splitter.split(np.zeros(n), y)):
+            ids[test] = i
+    else:
+        raw = np.asarray(folds)
+        if raw.ndim != 1 or raw.shape[0] != n:
+            raise KernelCVError(
+                f"fold ids must be one integer per sample ({n}), got shape {raw.shape}")
+        if raw.dtype.kind == "f":
+            if not np.all(np.isfinite(raw)) or np.any(raw != np.round(raw)):
+                raise KernelCVError("fold ids must be integers")
+        elif raw.dtype.kind not in "iu":
+            raise KernelCVError("fold ids must be integers")
+        _, ids = np.unique(raw, return_inverse=True)
+        if ids.max() < 1:
+            raise KernelCVError("fold ids name only one fold; need at least 2")
+    if classifier:
+        for i in range(int(ids.max()) + 1):
+            retained = y[ids != i]
+            if np.all(retained > 0) or np.all(retained < 0):
+                raise KernelCVError(
+                    f"fold {i}: its training part has only one class; use fewer folds or "
+                    "stratified fold ids")
+    return ids
