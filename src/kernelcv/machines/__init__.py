@@ -8,7 +8,7 @@ name       loss                         task            scikit-learn counterpart
 =========  ===========================  ==============  =====================================
 ``krr``    square                       regression      ``KernelRidge(alpha = n lam)``
 ``lssvm``  square on +-1 labels (+ b)   classification  (none; ridge classifier with kernel)
-``l2svm``  squared hinge                classification  ``SVC`` with squared hinge, ``C = 1/(2 n lam)``
+``l2svm``  squared hinge                classification  squared-hinge SVM, ``C = 1/(2 n lam)``
 ``svm``    Huber-smoothed hinge         classification  ``SVC(C = 1/(2 n lam))`` as width -> 0
 ``svr``    Huber-smoothed eps-insens.   regression      ``SVR(C = 1/(2 n lam))`` as width -> 0
 =========  ===========================  ==============  =====================================

@@ -158,7 +158,9 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
     factor = None
     converged = False
     g, h = loss.derivatives(y, F)
-    for iteration in range(1, max_iter + 1):
+    n_iter = 0
+    while n_iter < max_iter:
+        n_iter += 1
         active = np.flatnonzero(h > 0)
         fixed = np.flatnonzero(h == 0)
         target = np.empty(n)
@@ -205,5 +207,5 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
             f"Newton solver stopped after {max_iter} iterations without the loss pieces "
             "settling; the result may be inexact (increase max_iter)",
             ConvergenceWarning, stacklevel=2)
-    return FitResult(alpha=alpha, intercept=float(b), decision=F, n_iter=iteration,
+    return FitResult(alpha=alpha, intercept=float(b), decision=F, n_iter=n_iter,
                      converged=converged, factor=factor)

@@ -1,0 +1,424 @@
+"""Reading data sets from files, plus a demo set and synthetic problems.
+
+Supported file formats (chosen by the file name's suffix):
+
+``.svm``, ``.txt``, ``.libsvm``, ``.t`` (each optionally followed by ``.gz``)
+    svmlight / LIBSVM text, one sample per line: ``label index:value index:value ...``.
+    Read with :func:`sklearn.datasets.load_svmlight_file`; ``X`` stays a sparse CSR matrix.
+``.csv``, ``.csv.gz``
+    Comma-separated numbers, one sample per row, the **last column is the target**. A
+    header row is allowed; it is recognised by being non-numeric.
+``.npz``
+    A NumPy archive (:func:`numpy.savez`) holding the arrays ``X`` and ``y``.
+
+Every problem with a file (missing, unreadable, corrupt or truncated gzip, malformed
+content, empty, inconsistent lengths) raises :class:`~kernelcv.exceptions.KernelCVError`
+with a one-line message that names the file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from .exceptions import KernelCVError
+
+__all__ = [
+    "SUPPORTED_FORMATS",
+    "load_data",
+    "load_demo_data",
+    "make_synthetic",
+    "read_fold_ids",
+]
+
+_SVMLIGHT_SUFFIXES = (".svm", ".txt", ".libsvm", ".t")
+
+SUPPORTED_FORMATS = (
+    "svmlight (.svm, .txt, .libsvm, .t, optionally + .gz), "
+    "CSV with the target in the last column (.csv, .csv.gz), "
+    "NumPy archive with arrays X and y (.npz)"
+)
+
+# One svmlight feature "index:value" and an optional "qid:number" token.
+_SVM_FEATURE = re.compile(r"[0-9]+:\S+")
+_SVM_QID = re.compile(r"qid:[0-9]+")
+
+
+# --------------------------------------------------------------------------------------
+# public loaders
+# --------------------------------------------------------------------------------------
+
+
+def load_data(path):
+    """Load a data set from a file, choosing the format by the file name's suffix.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        File in one of the formats listed in the module docstring.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix or numpy.ndarray of float64, shape (n_samples, n_features)
+        Sparse for svmlight files, dense for CSV and ``.npz``.
+    y : numpy.ndarray, shape (n_samples,)
+        Labels or regression targets, as stored (no class mapping is done here).
+
+    Raises
+    ------
+    KernelCVError
+        For an unknown suffix, a missing or unreadable file, and any malformed content;
+        the one-line message names the file.
+    """
+    path = Path(path)
+    kind = _format_of(path)
+    if kind is None:
+        raise KernelCVError(
+            f"{path}: unknown data format {''.join(path.suffixes) or '(no suffix)'!r}; "
+            f"supported: {SUPPORTED_FORMATS}")
+    if kind == "svmlight":
+        return _load_svmlight(path)
+    if kind == "csv":
+        return _load_csv(path)
+    return _load_npz(path)
+
+
+def read_fold_ids(path, n_samples):
+    """Read fold ids from a text file: one integer per line, line i for sample i.
+
+    Blank lines at the end of the file are ignored; any other blank or non-integer line
+    is an error. The ids may be any integers (they are relabelled ``0..t-1`` by
+    cross-validation).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The fold-id file (``.gz`` allowed).
+    n_samples : int
+        Number of samples of the data set; the file must have exactly this many ids.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n_samples,)
+
+    Raises
+    ------
+    KernelCVError
+        Missing or unreadable file, a line that is not an integer (the message gives its
+        line number) or a count different from ``n_samples``.
+    """
+    path = Path(path)
+    text = _decode(path, _read_bytes(path), "fold-id file")
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    ids = np.empty(len(lines), dtype=np.int64)
+    for number, line in enumerate(lines, start=1):
+        try:
+            ids[number - 1] = int(line.strip())
+        except ValueError:
+            raise KernelCVError(
+                f"{path}, line {number}: fold id {line.strip()!r} is not an integer "
+                "(expected one integer fold id per line)") from None
+        except OverflowError:
+            raise KernelCVError(
+                f"{path}, line {number}: fold id {line.strip()!r} is too large") from None
+    if ids.size != n_samples:
+        raise KernelCVError(
+            f"{path}: has {ids.size} fold id(s) but the data have {n_samples} samples; "
+            f"expected {n_samples} lines, one per sample")
+    return ids
+
+
+def load_demo_data():
+    """The Wisconsin breast-cancer data, ready for a binary classifier.
+
+    The data ship with scikit-learn (:func:`sklearn.datasets.load_breast_cancer`), so
+    nothing is downloaded. There are 569 samples with 30 features.
+
+    Returns
+    -------
+    X : numpy.ndarray of float64, shape (569, 30)
+        Each feature standardised to mean 0 and standard deviation 1.
+    y : numpy.ndarray of float64, shape (569,)
+        -1 for malignant, +1 for benign.
+    """
+    from sklearn.datasets import load_breast_cancer
+
+    bunch = load_breast_cancer()
+    X = np.asarray(bunch.data, dtype=np.float64)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    y = np.where(bunch.target == 1, 1.0, -1.0)
+    return X, y
+
+
+def make_synthetic(n_samples, n_features=10, task="classification", noise=None,
+                   random_state=None):
+    """A reproducible synthetic problem for trying out and testing the criteria.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of samples (at least 2).
+    n_features : int, default 10
+        Number of features (at least 1; at least 5 for regression).
+    task : {"classification", "regression"}, default "classification"
+        ``"classification"``: :func:`sklearn.datasets.make_classification` with half of
+        the features (at least one) informative and the rest pure noise, labels -1/+1.
+        ``"regression"``: Friedman's problem #1 (:func:`sklearn.datasets.make_friedman1`):
+        features uniform on [0, 1], target
+        ``10 sin(pi x0 x1) + 20 (x2 - 0.5)^2 + 10 x3 + 5 x4 + noise``; further features
+        do not affect the target.
+    noise : float, optional
+        Classification: fraction of labels flipped at random (default 0.05).
+        Regression: standard deviation of the Gaussian noise on the target (default 1.0).
+    random_state : int, numpy.random.Generator/RandomState or None
+        Seed; the same seed gives the same data.
+
+    Returns
+    -------
+    X : numpy.ndarray of float64, shape (n_samples, n_features)
+    y : numpy.ndarray of float64, shape (n_samples,)
+        -1/+1 labels or real targets.
+
+    Raises
+    ------
+    KernelCVError
+        For an unknown task or out-of-range sizes or noise.
+    """
+    from sklearn.datasets import make_classification, make_friedman1
+
+    n_samples = _positive_int("n_samples", n_samples, minimum=2)
+    n_features = _positive_int("n_features", n_features, minimum=1)
+    if task == "classification":
+        noise = 0.05 if noise is None else float(noise)
+        if not 0.0 <= noise <= 1.0:
+            raise KernelCVError(
+                f"noise must be a fraction of flipped labels in [0, 1], got {noise}")
+        informative = max(1, n_features // 2)
+        X, y = make_classification(
+            n_samples=n_samples, n_features=n_features, n_informative=informative,
+            n_redundant=0, n_repeated=0, n_classes=2,
+            n_clusters_per_class=1 if informative < 2 else 2,
+            flip_y=noise, random_state=random_state)
+        return X.astype(np.float64), np.where(y == 1, 1.0, -1.0)
+    if task == "regression":
+        if n_features < 5:
+            raise KernelCVError(
+                f"the regression problem (Friedman #1) needs n_features >= 5, got {n_features}")
+        noise = 1.0 if noise is None else float(noise)
+        if not noise >= 0.0:
+            raise KernelCVError(f"noise must be a non-negative standard deviation, got {noise}")
+        X, y = make_friedman1(n_samples=n_samples, n_features=n_features, noise=noise,
+                              random_state=random_state)
+        return X.astype(np.float64), y.astype(np.float64)
+    raise KernelCVError(f"task must be 'classification' or 'regression', got {task!r}")
+
+
+# --------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------
+
+
+def _positive_int(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise KernelCVError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _format_of(path):
+    """``"svmlight"``, ``"csv"``, ``"npz"`` or None, from the (lower-cased) name."""
+    name = path.name.lower()
+    stem = name[:-3] if name.endswith(".gz") else name
+    if stem.endswith(_SVMLIGHT_SUFFIXES):
+        return "svmlight"
+    if stem.endswith(".csv"):
+        return "csv"
+    if name.endswith(".npz"):
+        return "npz"
+    return None
+
+
+def _read_bytes(path):
+    """The file's content, decompressed when the name ends in ``.gz``."""
+    try:
+        if path.name.lower().endswith(".gz"):
+            with gzip.open(path, "rb") as handle:
+                return handle.read()
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise KernelCVError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise KernelCVError(f"{path}: is a directory, not a file") from None
+    except PermissionError:
+        raise KernelCVError(f"{path}: permission denied") from None
+    except EOFError:
+        raise KernelCVError(
+            f"{path}: the gzip file is truncated (it ends before the end of the "
+            "compressed data)") from None
+    except (OSError, zlib.error) as exc:
+        raise KernelCVError(
+            f"{path}: cannot read the file, it is not a valid gzip file or is corrupt "
+            f"({_one_line(exc)})") from None
+
+
+def _decode(path, data, what):
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise KernelCVError(
+            f"{path}: not a text {what} (byte {exc.start} is not valid UTF-8)") from None
+
+
+def _one_line(exc):
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _load_svmlight(path):
+    from sklearn.datasets import load_svmlight_file
+
+    data = _read_bytes(path)
+    try:
+        X, y = load_svmlight_file(io.BytesIO(data), dtype=np.float64)
+    except (ValueError, TypeError, OverflowError) as exc:
+        where = _first_bad_svmlight_line(data)
+        detail = f"line {where}: " if where else ""
+        raise KernelCVError(
+            f"{path}: not a valid svmlight/LIBSVM file ({detail}{_one_line(exc)}); expected "
+            "lines like 'label index:value index:value ...' with increasing indices") from None
+    if X.shape[0] == 0:
+        raise KernelCVError(f"{path}: the file is empty (no samples)")
+    return X.tocsr(), np.asarray(y, dtype=np.float64)
+
+
+def _first_bad_svmlight_line(data):
+    """Line number of the first line that does not look like svmlight, or None."""
+    for number, raw in enumerate(data.splitlines(), start=1):
+        line = raw.split(b"#", 1)[0].decode("utf-8", "replace").split()
+        if not line:
+            continue
+        try:
+            float(line[0])
+        except ValueError:
+            return number
+        tokens = line[1:]
+        if tokens and _SVM_QID.fullmatch(tokens[0]):
+            tokens = tokens[1:]
+        previous = -1
+        for token in tokens:
+            if not _SVM_FEATURE.fullmatch(token):
+                return number
+            index, value = token.split(":", 1)
+            try:
+                float(value)
+            except ValueError:
+                return number
+            if int(index) <= previous:
+                return number
+            previous = int(index)
+    return None
+
+
+def _load_csv(path):
+    text = _decode(path, _read_bytes(path), "CSV file")
+    rows = [(number, line) for number, line in enumerate(text.splitlines(), start=1)
+            if line.strip()]
+    if not rows:
+        raise KernelCVError(f"{path}: the file is empty (no rows)")
+    if not _is_numeric_row(rows[0][1]):
+        rows = rows[1:]  # a header
+        if not rows:
+            raise KernelCVError(f"{path}: the file has a header row but no data rows")
+    width = len(rows[0][1].split(","))
+    if width < 2:
+        raise KernelCVError(
+            f"{path}, line {rows[0][0]}: need at least two columns (features, then the "
+            "target in the last column)")
+    try:  # fast path; the slow scan below only runs to explain a failure
+        table = np.loadtxt(io.StringIO("\n".join(line for _, line in rows)),
+                           delimiter=",", dtype=np.float64, ndmin=2, comments=None)
+    except ValueError as exc:
+        _explain_csv_failure(path, rows, width)
+        raise KernelCVError(f"{path}: not a valid CSV file ({_one_line(exc)})") from None
+    return table[:, :-1].copy(), table[:, -1].copy()
+
+
+def _explain_csv_failure(path, rows, width):
+    """Raise an error naming the first ragged row or non-numeric cell, if there is one."""
+    for number, line in rows:
+        cells = line.split(",")
+        if len(cells) != width:
+            raise KernelCVError(
+                f"{path}, line {number}: has {len(cells)} columns but the first data row "
+                f"has {width}")
+        for j, cell in enumerate(cells):
+            try:
+                float(cell)
+            except ValueError:
+                shown = cell.strip()
+                what = "an empty cell" if not shown else f"{shown!r} is not a number"
+                raise KernelCVError(
+                    f"{path}, line {number}, column {j + 1}: {what}") from None
+
+
+def _is_numeric_row(line):
+    try:
+        for cell in line.split(","):
+            float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _load_npz(path):
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise KernelCVError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise KernelCVError(f"{path}: is a directory, not a file") from None
+    except PermissionError:
+        raise KernelCVError(f"{path}: permission denied") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        raise KernelCVError(
+            f"{path}: not a valid .npz archive ({_one_line(exc)})") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise KernelCVError(
+            f"{path}: holds a single array, not an .npz archive with arrays X and y")
+    with archive:
+        missing = [key for key in ("X", "y") if key not in archive.files]
+        if missing:
+            raise KernelCVError(
+                f"{path}: missing array(s) {', '.join(missing)}; the archive holds "
+                f"{', '.join(archive.files) or 'nothing'} (save with numpy.savez(file, X=X, y=y))")
+        try:
+            X = archive["X"]
+            y = archive["y"]
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+            raise KernelCVError(
+                f"{path}: cannot read arrays X and y ({_one_line(exc)})") from None
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise KernelCVError(f"{path}: X is not numeric (dtype {X.dtype})") from None
+    if X.ndim == 1:
+        raise KernelCVError(
+            f"{path}: X must be 2-D (n_samples, n_features), got a 1-D array; save "
+            "X.reshape(-1, 1) for a single feature")
+    if X.ndim != 2:
+        raise KernelCVError(f"{path}: X must be 2-D (n_samples, n_features), got {X.ndim}-D")
+    y = np.squeeze(y) if y.ndim > 1 else y
+    if y.ndim != 1:
+        raise KernelCVError(f"{path}: y must be 1-D, got shape {y.shape}")
+    if X.shape[0] != y.shape[0]:
+        raise KernelCVError(
+            f"{path}: X has {X.shape[0]} rows but y has {y.shape[0]} values; they must match")
+    if X.shape[0] == 0:
+        raise KernelCVError(f"{path}: the arrays are empty (no samples)")
+    return X, y
