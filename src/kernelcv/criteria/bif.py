@@ -36,6 +36,7 @@ columns of an ``n x t`` matrix: per order ``O(n |A| t)``. Order ``"inf"`` factor
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..machines.solver import Factorisation, cholesky_with_jitter
 
@@ -47,6 +48,18 @@ def _active_factor(K, h, lam, n, fit_factor, active):
     M[np.diag_indices_from(M)] += 2 * lam * n / h[active]
     cho, jitter = cholesky_with_jitter(M)
     return Factorisation(active=active, cho=cho, jitter=jitter)
+
+
+def _kernel_times_dg(K, g, fold_ids, sizes):
+    """``K (d_i * g)`` for every fold i as an n x t matrix, in O(n^2) instead of O(n^2 t).
+
+    ``d_i * g = -g / n + g * 1[S_i] / l_i``: one product ``K g`` plus ``K G`` with the sparse
+    ``G[j, i] = g_j / l_i`` for ``j in S_i`` (one non-zero per row; K is symmetric).
+    """
+    n = g.shape[0]
+    t = sizes.shape[0]
+    G = sp.csr_matrix((g / sizes[fold_ids], (fold_ids, np.arange(n))), shape=(t, n))
+    return np.asarray((G @ K).T) - (K @ g)[:, None] / n
 
 
 def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_order=200):
@@ -76,13 +89,15 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     member = fold_ids[:, None] == np.arange(t)[None, :]
     D = np.where(member, 1.0 / sizes[None, :], 0.0) - 1.0 / n
     if order == "inf":
-        return F + _newton_step(K, g, h, lam, n, fold_ids, eps, D, machine.fit_intercept), "inf"
+        return F + _newton_step(K, g, h, lam, n, fold_ids, eps, sizes,
+                                machine.fit_intercept), "inf"
 
     if active.size == 0:
         # No point in a quadratic piece: L = 2 lam I, so the series stops after T_1.
         factor = None
     else:
         factor = _active_factor(K, h, lam, n, fit.factor, active)
+    K_active = K[:, active]  # one copy, reused by every order
 
     def solve_L(Z, c):
         """``X = L^-1 Z`` column-wise; with an intercept also ``(1/n) 1' H X = c``."""
@@ -94,13 +109,13 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
             ones = factor.solve(np.ones(active.size))
             beta = (c - Y.sum(axis=0)) / ones.sum()
             Y = Y + ones[:, None] * beta[None, :]
-            return (Z + beta[None, :] - K[:, active] @ Y) / (2 * lam)
-        return (Z - K[:, active] @ Y) / (2 * lam)
+            return (Z + beta[None, :] - K_active @ Y) / (2 * lam)
+        return (Z - K_active @ Y) / (2 * lam)
 
     rows = np.arange(n)
     scale = max(float(np.max(np.abs(F))), np.finfo(float).tiny)
-    dg = D * g[:, None]
-    T = solve_L(-(K @ dg) * eps[None, :], -eps * dg.sum(axis=0))
+    dg_sum = (D * g[:, None]).sum(axis=0)
+    T = solve_L(-_kernel_times_dg(K, g, fold_ids, sizes) * eps[None, :], -eps * dg_sum)
     total = T[rows, fold_ids].copy()
     s = 1
     limit = max_order if order == "auto" else int(order)
@@ -108,18 +123,18 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
         if order == "auto" and np.max(np.abs(T[rows, fold_ids])) <= tol * scale:
             return F + total, s
         dhT = D[active] * (h[active, None] * T[active])
-        T = solve_L(-(K[:, active] @ dhT) * eps[None, :], -eps * dhT.sum(axis=0))
+        T = solve_L(-(K_active @ dhT) * eps[None, :], -eps * dhT.sum(axis=0))
         total += T[rows, fold_ids]
         s += 1
     if order == "auto":
         if np.max(np.abs(T[rows, fold_ids])) <= tol * scale:
             return F + total, s
-        return F + _newton_step(K, g, h, lam, n, fold_ids, eps, D,
+        return F + _newton_step(K, g, h, lam, n, fold_ids, eps, sizes,
                                 machine.fit_intercept), "inf"
     return F + total, s
 
 
-def _newton_step(K, g, h, lam, n, fold_ids, eps, D, fit_intercept):
+def _newton_step(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept):
     """Order ``"inf"``: one Newton step on each fold-out problem, from the full fit.
 
     Solves ``(K_{A_i A_i} + 2 lam (n - l_i) H^-1) y = z_{A_i} + beta 1`` on the retained
@@ -128,8 +143,8 @@ def _newton_step(K, g, h, lam, n, fold_ids, eps, D, fit_intercept):
     own fold. Cost: one Cholesky of ``|A_i|`` per fold.
     """
     out = np.empty(n)
-    t = D.shape[1]
-    Z = -(K @ (D * g[:, None])) * eps[None, :]
+    t = sizes.shape[0]
+    Z = -_kernel_times_dg(K, g, fold_ids, sizes) * eps[None, :]
     for i in range(t):
         held = np.flatnonzero(fold_ids == i)
         retained = fold_ids != i

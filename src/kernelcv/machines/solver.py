@@ -202,6 +202,11 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
         if step == 1.0 and (same_pieces or change <= tol * scale_F):
             converged = True
             break
+        # Short steps can also creep onto the optimum: stop once 2 lam n alpha + g = 0.
+        residual = float(np.max(np.abs(2 * lam * n * alpha + g))) if n else 0.0
+        if residual <= 1e-12 * max(1.0, float(np.max(np.abs(g)))) and change <= tol * scale_F:
+            converged = True
+            break
     if not converged:
         warnings.warn(
             f"Newton solver stopped after {max_iter} iterations without the loss pieces "
