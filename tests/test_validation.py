@@ -1,0 +1,75 @@
+"""Bad input to the Python API: one KernelCVError with a readable message, never numpy's."""
+
+import numpy as np
+import pytest
+
+import kernelcv as kc
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=(40, 3))
+Y = np.where(X[:, 0] > 0, 1, -1)
+
+
+def cv(X=X, y=Y, **kwargs):
+    options = {"machine": "l2svm", "gamma": 0.5, "lam": 1e-2, "folds": 4, "random_state": 0}
+    options.update(kwargs)
+    return kc.cross_validate(X, y, **options)
+
+
+def with_nan(X):
+    X = X.copy()
+    X[3, 1] = np.nan
+    return X
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"X": with_nan(X)}, "NaN or infinite"),
+    ({"X": np.where(X > 1, np.inf, X)}, "NaN or infinite"),
+    ({"X": np.empty((0, 3)), "y": np.empty(0)}, "empty"),
+    ({"y": np.ones(40)}, "only one"),
+    ({"y": np.arange(40) % 3}, "3 classes"),
+    ({"y": Y[:-1]}, "40 samples but y has 39"),
+    ({"X": X[:, 0]}, "2-D"),
+    ({"folds": 1}, "at least 2 folds"),
+    ({"folds": 41}, "cannot make 41 folds from 40"),
+    ({"folds": np.arange(39)}, "one integer per sample"),
+    ({"folds": np.where(Y > 0, 0, 1)}, "only one class"),
+    ({"gamma": 0.0}, "gamma"),
+    ({"gamma": None}, "needs gamma"),
+    ({"lam": -1.0}, "lam must be a positive"),
+    ({"lam": float("nan")}, "lam must be a positive"),
+    ({"method": "magic"}, "unknown method"),
+    ({"machine": "svc"}, "unknown machine"),
+    ({"method": "closed-form"}, "closed-form' is exact only for krr and lssvm"),
+    ({"method": "bif", "order": 0}, "order must be"),
+    ({"method": "bif", "order": "many"}, "order must be"),
+    ({"memory_budget": "10K"}, "memory budget"),
+    ({"machine": "krr", "y": np.where(np.arange(40) == 2, np.nan, 1.0)}, "NaN"),
+])
+def test_bad_input_raises_clear_error(kwargs, message):
+    with pytest.raises(kc.KernelCVError, match=message):
+        cv(**kwargs)
+
+
+def test_labels_are_mapped_and_reported():
+    labels = np.where(Y > 0, "spam", "ham")
+    result = cv(y=labels)
+    assert result.label_mapping == {-1: "ham", 1: "spam"}
+    assert any("mapped to -1/+1" in note for note in result.notes)
+    same = cv(y=np.where(Y > 0, 1.0, -1.0))
+    assert same.cv_error == result.cv_error and same.notes == []
+
+
+def test_seed_reproduces_folds_and_folds_are_stratified():
+    first, second = cv(method="exact"), cv(method="exact")
+    np.testing.assert_array_equal(first.predictions, second.predictions)
+    other = cv(method="exact", random_state=1)
+    assert not np.array_equal(first.predictions, other.predictions)
+
+
+def test_sparse_input_equals_dense():
+    import scipy.sparse as sp
+
+    dense = cv(method="bif", order=3)
+    sparse = cv(X=sp.csr_matrix(X), method="bif", order=3)
+    np.testing.assert_allclose(sparse.predictions, dense.predictions, rtol=1e-10, atol=1e-12)
