@@ -73,3 +73,29 @@ def test_sparse_input_equals_dense():
     dense = cv(method="bif", order=3)
     sparse = cv(X=sp.csr_matrix(X), method="bif", order=3)
     np.testing.assert_allclose(sparse.predictions, dense.predictions, rtol=1e-10, atol=1e-12)
+
+
+def test_laplace_on_sparse_int64_indices():
+    import scipy.sparse as sp
+
+    A = sp.csr_matrix(X)
+    A.indices = A.indices.astype(np.int64)
+    A.indptr = A.indptr.astype(np.int64)
+    sparse = cv(X=A, kernel="laplace", method="exact")
+    dense = cv(kernel="laplace", method="exact")
+    np.testing.assert_allclose(sparse.predictions, dense.predictions, rtol=1e-10)
+
+
+def test_absurdly_small_lam_is_an_error_not_nan():
+    with np.errstate(all="ignore"):
+        with pytest.raises(kc.KernelCVError, match="non-finite|singular"):
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cv(machine="krr", lam=1e-300, method="bif")
+
+
+def test_linear_kernel_rejects_bad_gamma():
+    with pytest.raises(kc.KernelCVError, match="gamma"):
+        cv(kernel="linear", gamma=-5.0)

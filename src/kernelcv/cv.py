@@ -176,6 +176,11 @@ def cross_validate_path(X, y, lams, machine="krr", kernel="rbf", gamma=None, *, 
                 if order == "auto" and order_used == "inf":
                     extra_notes.append("series did not reach tol within 200 terms; "
                                        "used the closed-form limit (order inf)")
+        if not np.all(np.isfinite(predictions)):
+            raise KernelCVError(
+                f"method {method!r} produced non-finite held-out predictions at lam = {lam:g}: "
+                "lam is too small for this kernel matrix; increase lam or use "
+                "method='exact'")
         ratio = heldout_ratio(K, alpha, fold_ids)
         degenerate = ratio < DEGENERATE_RATIO
         if degenerate:

@@ -247,25 +247,47 @@ def _format_of(path):
 
 def _read_bytes(path):
     """The file's content, decompressed when the name ends in ``.gz``."""
+    compressed = path.name.lower().endswith(".gz")
     try:
-        if path.name.lower().endswith(".gz"):
+        if compressed:
             with gzip.open(path, "rb") as handle:
                 return handle.read()
         return path.read_bytes()
-    except FileNotFoundError:
-        raise KernelCVError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise KernelCVError(f"{path}: is a directory, not a file") from None
-    except PermissionError:
-        raise KernelCVError(f"{path}: permission denied") from None
     except EOFError:
         raise KernelCVError(
             f"{path}: the gzip file is truncated (it ends before the end of the "
             "compressed data)") from None
-    except (OSError, zlib.error) as exc:
-        raise KernelCVError(
-            f"{path}: cannot read the file, it is not a valid gzip file or is corrupt "
-            f"({_one_line(exc)})") from None
+    except zlib.error as exc:
+        raise _gzip_error(path, exc) from None
+    except OSError as exc:
+        if compressed and not isinstance(exc, FileNotFoundError | PermissionError
+                                         | IsADirectoryError):
+            raise _gzip_error(path, exc) from None
+        raise _file_error(path, exc) from None
+
+
+def _read_head(path, size):
+    """The first ``size`` bytes of an uncompressed file."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(size)
+    except OSError as exc:
+        raise _file_error(path, exc) from None
+
+
+def _file_error(path, exc):
+    if isinstance(exc, FileNotFoundError):
+        return KernelCVError(f"{path}: no such file")
+    if isinstance(exc, IsADirectoryError):
+        return KernelCVError(f"{path}: is a directory, not a file")
+    if isinstance(exc, PermissionError):
+        return KernelCVError(f"{path}: permission denied")
+    return KernelCVError(f"{path}: cannot read the file ({exc.strerror or _one_line(exc)})")
+
+
+def _gzip_error(path, exc):
+    return KernelCVError(
+        f"{path}: not a valid gzip file, or it is corrupt ({_one_line(exc)})")
 
 
 def _decode(path, data, what):
@@ -277,7 +299,7 @@ def _decode(path, data, what):
 
 
 def _one_line(exc):
-    return " ".join(str(exc).split()) or type(exc).__name__
+    return " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
 
 
 def _load_svmlight(path):
@@ -294,7 +316,13 @@ def _load_svmlight(path):
             "lines like 'label index:value index:value ...' with increasing indices") from None
     if X.shape[0] == 0:
         raise KernelCVError(f"{path}: the file is empty (no samples)")
-    return X.tocsr(), np.asarray(y, dtype=np.float64)
+    X = X.tocsr()
+    if max(X.nnz, *X.shape) <= np.iinfo(np.int32).max:
+        # scikit-learn's reader gives int64 indices; some of its sparse routines (e.g.
+        # manhattan_distances) accept only scipy's usual int32 indices.
+        X.indices = X.indices.astype(np.int32)
+        X.indptr = X.indptr.astype(np.int32)
+    return X, np.asarray(y, dtype=np.float64)
 
 
 def _first_bad_svmlight_line(data):
@@ -377,20 +405,18 @@ def _is_numeric_row(line):
 
 
 def _load_npz(path):
+    head = _read_head(path, 6)
+    if head == b"\x93NUMPY":
+        raise KernelCVError(
+            f"{path}: holds a single .npy array, not an .npz archive with arrays X and y "
+            "(save with numpy.savez(file, X=X, y=y))")
+    if not head.startswith(b"PK"):
+        raise KernelCVError(f"{path}: not a valid .npz archive (not a zip file)")
     try:
         archive = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise KernelCVError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise KernelCVError(f"{path}: is a directory, not a file") from None
-    except PermissionError:
-        raise KernelCVError(f"{path}: permission denied") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
         raise KernelCVError(
             f"{path}: not a valid .npz archive ({_one_line(exc)})") from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise KernelCVError(
-            f"{path}: holds a single array, not an .npz archive with arrays X and y")
     with archive:
         missing = [key for key in ("X", "y") if key not in archive.files]
         if missing:

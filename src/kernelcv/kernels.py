@@ -81,6 +81,18 @@ class Kernel:
         return GramFactory(X, Y, base=_BASE[self.name], memory_budget=memory_budget).gram(self)
 
 
+def _as_csr_int32(X):
+    """Sparse input as CSR with 32-bit indices where they fit (some scikit-learn distance
+    routines, e.g. ``manhattan_distances``, accept no other index type); dense unchanged."""
+    if not sp.issparse(X):
+        return X
+    X = sp.csr_matrix(X)
+    if X.indices.dtype != np.int32 and max(X.shape) < 2**31 and X.nnz < 2**31:
+        X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
+                          shape=X.shape)
+    return X
+
+
 def _is_positive_finite(value) -> bool:
     try:
         return math.isfinite(float(value)) and float(value) > 0
@@ -109,6 +121,8 @@ class GramFactory:
     """
 
     def __init__(self, X, Y=None, base: str | None = None, memory_budget=None):
+        X = _as_csr_int32(X)
+        Y = None if Y is None else _as_csr_int32(Y)
         self.X = X
         self.Y = X if Y is None else Y
         self.symmetric = Y is None
@@ -150,6 +164,8 @@ class GramFactory:
 def make_kernel(name: str = "rbf", gamma: float | None = None, degree: int = 3,
                 coef0: float = 1.0) -> Kernel:
     """Build a :class:`Kernel`, with a clear error when a required gamma is missing."""
+    if name == "linear" and gamma is not None and not _is_positive_finite(gamma):
+        raise KernelCVError(f"gamma must be a positive finite number, got {gamma!r}")
     if gamma is None:
         if name in ("rbf", "laplace"):
             raise KernelCVError(f"kernel {name!r} needs gamma > 0 (e.g. gamma=1/n_features)")

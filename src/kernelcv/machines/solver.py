@@ -186,7 +186,14 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
         d_alpha = target - alpha
         K_d = K @ d_alpha
         dF = K_d + (b_new - b)
-        step = _line_search(loss, y, F, dF, alpha, d_alpha, K_alpha, K_d, lam, n)
+        scale_F = max(1.0, float(np.max(np.abs(F)))) if n else 1.0
+        full_change = float(np.max(np.abs(dF))) if n else 0.0
+        if full_change <= tol * scale_F:
+            # The Newton target is the current point: take it and stop (no line search,
+            # whose slopes are pure rounding here).
+            step = 1.0
+        else:
+            step = _line_search(loss, y, F, dF, alpha, d_alpha, K_alpha, K_d, lam, n)
         alpha = alpha + step * d_alpha
         b = b + step * (b_new - b)
         K_alpha = K_alpha + step * K_d
@@ -197,8 +204,7 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
         # exact minimiser of a convex objective that equals the model near F.
         same_pieces = (np.array_equal(np.flatnonzero(h > 0), active)
                        and np.array_equal(g[fixed], g_old_fixed))
-        change = step * float(np.max(np.abs(dF))) if n else 0.0
-        scale_F = max(1.0, float(np.max(np.abs(F)))) if n else 1.0
+        change = step * full_change
         if step == 1.0 and (same_pieces or change <= tol * scale_F):
             converged = True
             break
