@@ -1,0 +1,33 @@
+"""scikit-learn estimators for the kernel machines of :mod:`kernelcv.machines`.
+
+One estimator per machine, each a thin layer over :func:`kernelcv.machines.make_machine`
+and :class:`kernelcv.kernels.Kernel`:
+
+=============================  =========  ==============================================
+estimator                      machine    loss
+=============================  =========  ==============================================
+:class:`KernelRidgeRegressor`  ``krr``    square (kernel ridge regression)
+:class:`LSSVMClassifier`       ``lssvm``  square on +-1 labels, with intercept by default
+:class:`L2SVMClassifier`       ``l2svm``  squared hinge, bias-free
+:class:`HuberSVMClassifier`    ``svm``    Huber-smoothed hinge, bias-free
+:class:`HuberSVMRegressor`     ``svr``    Huber-smoothed epsilon-insensitive, bias-free
+=============================  =========  ==============================================
+
+All of them minimise ``(1/n) sum_i loss(y_i, f(x_i)) + lam * alpha' K alpha`` with
+``f = K alpha (+ b)``. They keep the training data (``X_fit_``) because predicting needs the
+kernel between new points and the training points.
+
+Classifiers map two classes of any type to -1/+1 (``classes_[1]`` is the positive class)
+and handle more classes one-vs-rest: one machine per class, all on one Gram matrix.
+"""
+
+from ._classifiers import HuberSVMClassifier, L2SVMClassifier, LSSVMClassifier
+from ._regressors import HuberSVMRegressor, KernelRidgeRegressor
+
+__all__ = [
+    "HuberSVMClassifier",
+    "HuberSVMRegressor",
+    "KernelRidgeRegressor",
+    "L2SVMClassifier",
+    "LSSVMClassifier",
+]

@@ -1,0 +1,231 @@
+"""Shared parameter validation, kernel handling and fit/predict logic of the estimators."""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils import gen_batches
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..kernels import KERNELS, Kernel
+from ..machines import make_machine
+
+# ---------------------------------------------------------------------------------------
+# Private helpers and base classes
+# ---------------------------------------------------------------------------------------
+
+# Test-time kernel blocks hold at most this many entries (128 MiB of float64).
+_BLOCK_ENTRIES = 2**24
+
+_POSITIVE_FINITE = Interval(Real, 0, np.inf, closed="neither")
+
+_COMMON_CONSTRAINTS = {
+    "kernel": [StrOptions(set(KERNELS))],
+    "gamma": [StrOptions({"scale", "auto"}), _POSITIVE_FINITE],
+    "degree": [Interval(Integral, 1, None, closed="left")],
+    # The polynomial kernel is positive semi-definite only for coef0 >= 0.
+    "coef0": [Interval(Real, 0, np.inf, closed="left")],
+    "lam": [_POSITIVE_FINITE],
+    "tol": [Interval(Real, 0, np.inf, closed="left")],
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "memory_budget": [None, str, _POSITIVE_FINITE],
+}
+
+
+def _feature_variance(X) -> float:
+    """Variance of all entries of X (dense or sparse), as SVC's ``gamma="scale"`` uses it.
+
+    For sparse X the implicit zeros count; the centred sum is computed directly rather
+    than as ``E[X^2] - E[X]^2``, which can round to a tiny or negative number.
+    """
+    if not sp.issparse(X):
+        return float(np.var(X))
+    n_entries = X.shape[0] * X.shape[1]
+    X = sp.csr_matrix(X, copy=True)
+    X.sum_duplicates()
+    data = X.data
+    mean = float(data.sum()) / n_entries
+    centred = float(np.sum((data - mean) ** 2)) + (n_entries - data.size) * mean**2
+    return centred / n_entries
+
+
+def _resolve_gamma(gamma, X) -> float:
+    """The numeric gamma: a given float, ``"scale"`` or ``"auto"`` (SVC's conventions)."""
+    if gamma == "scale":
+        variance = _feature_variance(X)
+        return 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
+    if gamma == "auto":
+        return 1.0 / X.shape[1]
+    return float(gamma)
+
+
+class _KernelMachine(BaseEstimator):
+    """Parameters, fitting and prediction shared by all estimators.
+
+    Subclasses set ``_machine_name`` and override ``_machine_options`` (the keyword
+    arguments of :func:`make_machine` they expose).
+    """
+
+    _machine_name: str = ""
+    _parameter_constraints: dict = dict(_COMMON_CONSTRAINTS)
+
+    def _machine_options(self) -> dict:
+        return {}
+
+    def _kernel(self) -> Kernel:
+        return Kernel(name=self.kernel, gamma=self.gamma_, degree=int(self.degree),
+                      coef0=float(self.coef0))
+
+    def _validate_fit_input(self, X, y, y_numeric: bool):
+        """Validate the parameters and the training data; returns float64 X and y."""
+        self._validate_params()
+        return validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                             y_numeric=y_numeric)
+
+    def _train_gram(self, X) -> np.ndarray:
+        """Store ``X_fit_`` and ``gamma_`` and return the training Gram matrix."""
+        # A private copy: predictions must not change if the caller edits X later.
+        self.X_fit_ = X.copy()
+        self.gamma_ = _resolve_gamma(self.gamma, X)
+        return self._kernel()(self.X_fit_, memory_budget=self.memory_budget)
+
+    def _fit_one(self, K, y):
+        machine = make_machine(self._machine_name, **self._machine_options())
+        return machine.fit(K, y, float(self.lam), tol=float(self.tol),
+                           max_iter=int(self.max_iter))
+
+    def _decision(self, X) -> np.ndarray:
+        """``k(X, X_fit_) @ dual_coef_.T + intercept_``, a block of rows at a time."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        kernel, coef = self._kernel(), self.dual_coef_.T
+        rows = max(1, _BLOCK_ENTRIES // self.X_fit_.shape[0])
+        blocks = [kernel(X[batch], self.X_fit_, memory_budget=self.memory_budget) @ coef
+                  for batch in gen_batches(X.shape[0], rows)]
+        return np.concatenate(blocks) + self.intercept_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class _KernelMachineRegressor(RegressorMixin, _KernelMachine):
+    """Regression: ``predict`` gives ``f(x)``; ``score`` is R^2."""
+
+    def fit(self, X, y):
+        """Fit the machine.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Target values.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        X, y = self._validate_fit_input(X, y, y_numeric=True)
+        result = self._fit_one(self._train_gram(X), y.astype(np.float64))
+        self.dual_coef_ = result.alpha
+        self.intercept_ = float(result.intercept)
+        self.n_iter_ = int(result.n_iter)
+        return self
+
+    def predict(self, X):
+        """Predict ``f(x) = sum_j dual_coef_[j] k(x, X_fit_[j]) + intercept_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        return self._decision(X)
+
+
+class _KernelMachineClassifier(ClassifierMixin, _KernelMachine):
+    """Classification with -1/+1 labels, one-vs-rest beyond two classes."""
+
+    def fit(self, X, y):
+        """Fit the machine (one per class, one-vs-rest, if there are more than two).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Class labels, of any type.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        X, y = self._validate_fit_input(X, y, y_numeric=False)
+        check_classification_targets(y)
+        classes, y_index = np.unique(y, return_inverse=True)
+        n_classes = classes.size
+        if n_classes < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs at least two classes, but y has only one "
+                f"class ({classes[0]!r})")
+        self.classes_ = classes
+        K = self._train_gram(X)
+        if n_classes == 2:
+            result = self._fit_one(K, np.where(y_index == 1, 1.0, -1.0))
+            self.dual_coef_ = result.alpha
+            self.intercept_ = float(result.intercept)
+            self.n_iter_ = int(result.n_iter)
+            return self
+        results = [self._fit_one(K, np.where(y_index == k, 1.0, -1.0))
+                   for k in range(n_classes)]
+        self.dual_coef_ = np.vstack([r.alpha for r in results])
+        self.intercept_ = np.array([r.intercept for r in results], dtype=np.float64)
+        self.n_iter_ = np.array([r.n_iter for r in results], dtype=np.int64)
+        return self
+
+    def decision_function(self, X):
+        """Decision values ``f(x)``; positive means ``classes_[1]`` (binary).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        decision : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One column per class (its one-vs-rest machine) when there are more than two.
+        """
+        return self._decision(X)
+
+    def predict(self, X):
+        """Predict class labels (sign for two classes, largest decision value otherwise).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        decision = self.decision_function(X)
+        if decision.ndim == 1:
+            return self.classes_[(decision > 0).astype(np.intp)]
+        return self.classes_[np.argmax(decision, axis=1)]
+
+
+# ---------------------------------------------------------------------------------------
+# Public estimators
+# ---------------------------------------------------------------------------------------

@@ -1,0 +1,235 @@
+"""Classification estimators: LS-SVM, L2-SVM and the Huber-smoothed hinge SVM."""
+
+from __future__ import annotations
+
+from ._base import _COMMON_CONSTRAINTS, _POSITIVE_FINITE, _KernelMachineClassifier
+
+
+class LSSVMClassifier(_KernelMachineClassifier):
+    """Least-squares SVM classifier (kernelcv machine ``lssvm``).
+
+    With labels ``y_i`` in {-1, +1}, minimises
+    ``(1/n) sum_i (y_i - f(x_i))^2 + lam * alpha' K alpha`` with ``f = K alpha + b``; with
+    the intercept the solution solves the bordered system
+    ``[[K + n lam I, 1], [1', 0]] [alpha; b] = [y; 0]``.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "laplace", "poly", "linear"}, default="rbf"
+        ``rbf``: ``exp(-gamma ||x - x'||^2)``; ``laplace``: ``exp(-gamma ||x - x'||_1)``;
+        ``poly``: ``(gamma <x, x'> + coef0)^degree``; ``linear``: ``<x, x'>``.
+    gamma : float > 0, "scale" or "auto", default="scale"
+        Kernel parameter (unused by ``linear``). ``"scale"``: ``1 / (n_features * X.var())``
+        (1 if the variance is 0), ``"auto"``: ``1 / n_features``, as in :class:`sklearn.svm.SVC`.
+    degree : int >= 1, default=3
+        Degree of the ``poly`` kernel.
+    coef0 : float >= 0, default=1.0
+        Constant of the ``poly`` kernel.
+    lam : float > 0, default=1e-3
+        Regularisation strength.
+    tol : float >= 0, default=1e-10
+        Tolerance of the Newton solver (one exact step suffices for the square loss).
+    max_iter : int >= 1, default=100
+        Newton iteration limit.
+    memory_budget : int, str or None, default=None
+        Bytes (or e.g. ``"8G"``) the dense kernel matrices may take; see
+        :mod:`kernelcv.memory`.
+    fit_intercept : bool, default=True
+        Fit the unregularised intercept ``b``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels; ``classes_[1]`` is the positive class of a binary problem.
+    X_fit_ : ndarray or CSR matrix of shape (n_samples, n_features)
+        Copy of the training data, needed for the kernel at prediction time.
+    dual_coef_ : ndarray of shape (n_samples,) or (n_classes, n_samples)
+        ``alpha``; one row per one-vs-rest machine with more than two classes.
+    intercept_ : float or ndarray of shape (n_classes,)
+        ``b`` (0 without intercept).
+    gamma_ : float
+        The resolved kernel parameter.
+    n_iter_ : int or ndarray of shape (n_classes,)
+        Newton iterations used (per machine with more than two classes).
+    n_features_in_ : int
+        Number of features seen in fit.
+
+    Notes
+    -----
+    This is kernel ridge regression on the +-1 labels: scikit-learn's
+    ``KernelRidge(alpha = n lam)`` gives the same ``alpha`` when ``fit_intercept=False``.
+
+    Cost: O(n^2) memory for the Gram matrix, O(n^3) time to fit (one Cholesky
+    factorisation per class), O(n d) per predicted point.
+    """
+
+    _machine_name = "lssvm"
+    _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "fit_intercept": ["boolean"]}
+
+    def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
+                 tol=1e-10, max_iter=100, memory_budget=None, fit_intercept=True):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.lam = lam
+        self.tol = tol
+        self.max_iter = max_iter
+        self.memory_budget = memory_budget
+        self.fit_intercept = fit_intercept
+
+    def _machine_options(self) -> dict:
+        return {"fit_intercept": bool(self.fit_intercept)}
+
+
+class L2SVMClassifier(_KernelMachineClassifier):
+    """Bias-free L2-SVM: squared hinge loss (kernelcv machine ``l2svm``).
+
+    With labels ``y_i`` in {-1, +1}, minimises
+    ``(1/n) sum_i max(0, 1 - y_i f(x_i))^2 + lam * alpha' K alpha`` with ``f = K alpha``
+    (no intercept; a constant added to the kernel, e.g. ``poly`` with ``coef0 > 0``, plays
+    its role).
+
+    Parameters
+    ----------
+    kernel : {"rbf", "laplace", "poly", "linear"}, default="rbf"
+        ``rbf``: ``exp(-gamma ||x - x'||^2)``; ``laplace``: ``exp(-gamma ||x - x'||_1)``;
+        ``poly``: ``(gamma <x, x'> + coef0)^degree``; ``linear``: ``<x, x'>``.
+    gamma : float > 0, "scale" or "auto", default="scale"
+        Kernel parameter (unused by ``linear``). ``"scale"``: ``1 / (n_features * X.var())``
+        (1 if the variance is 0), ``"auto"``: ``1 / n_features``, as in :class:`sklearn.svm.SVC`.
+    degree : int >= 1, default=3
+        Degree of the ``poly`` kernel.
+    coef0 : float >= 0, default=1.0
+        Constant of the ``poly`` kernel.
+    lam : float > 0, default=1e-3
+        Regularisation strength.
+    tol : float >= 0, default=1e-10
+        Tolerance of the Newton solver.
+    max_iter : int >= 1, default=100
+        Newton iteration limit (a ``ConvergenceWarning`` is issued if it is reached).
+    memory_budget : int, str or None, default=None
+        Bytes (or e.g. ``"8G"``) the dense kernel matrices may take; see
+        :mod:`kernelcv.memory`.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels; ``classes_[1]`` is the positive class of a binary problem.
+    X_fit_ : ndarray or CSR matrix of shape (n_samples, n_features)
+        Copy of the training data, needed for the kernel at prediction time.
+    dual_coef_ : ndarray of shape (n_samples,) or (n_classes, n_samples)
+        ``alpha``; one row per one-vs-rest machine with more than two classes.
+    intercept_ : float or ndarray of shape (n_classes,)
+        Always 0.
+    gamma_ : float
+        The resolved kernel parameter.
+    n_iter_ : int or ndarray of shape (n_classes,)
+        Newton iterations used (per machine with more than two classes).
+    n_features_in_ : int
+        Number of features seen in fit.
+
+    Notes
+    -----
+    In scikit-learn's form ``1/2 ||f||^2 + C sum_i loss_i`` this is ``C = 1 / (2 n lam)``
+    (divide by ``C n``); :class:`sklearn.svm.SVC` uses the plain hinge and an intercept,
+    so it is a related but different model.
+
+    Cost: O(n^2) memory for the Gram matrix, O(n^3) time to fit (a few Newton steps, each
+    a Cholesky factorisation of the margin-violating block), O(n d) per predicted point.
+    """
+
+    _machine_name = "l2svm"
+    _parameter_constraints: dict = dict(_COMMON_CONSTRAINTS)
+
+    def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
+                 tol=1e-10, max_iter=100, memory_budget=None):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.lam = lam
+        self.tol = tol
+        self.max_iter = max_iter
+        self.memory_budget = memory_budget
+
+
+class HuberSVMClassifier(_KernelMachineClassifier):
+    """Bias-free SVM with a Huber-smoothed hinge loss (kernelcv machine ``svm``).
+
+    With labels ``y_i`` in {-1, +1} and margins ``m_i = y_i f(x_i)``, minimises
+    ``(1/n) sum_i psi(1 - m_i) + lam * alpha' K alpha`` with ``f = K alpha``, where ``psi``
+    is ``max(0, z)`` with its kink smoothed over ``|z| <= huber_width``:
+    ``psi(z) = (z + w)^2 / (4 w)`` there. It exceeds the hinge loss by at most ``w / 4``,
+    so the model tends to the bias-free hinge-loss SVM as ``huber_width -> 0``.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "laplace", "poly", "linear"}, default="rbf"
+        ``rbf``: ``exp(-gamma ||x - x'||^2)``; ``laplace``: ``exp(-gamma ||x - x'||_1)``;
+        ``poly``: ``(gamma <x, x'> + coef0)^degree``; ``linear``: ``<x, x'>``.
+    gamma : float > 0, "scale" or "auto", default="scale"
+        Kernel parameter (unused by ``linear``). ``"scale"``: ``1 / (n_features * X.var())``
+        (1 if the variance is 0), ``"auto"``: ``1 / n_features``, as in :class:`sklearn.svm.SVC`.
+    degree : int >= 1, default=3
+        Degree of the ``poly`` kernel.
+    coef0 : float >= 0, default=1.0
+        Constant of the ``poly`` kernel.
+    lam : float > 0, default=1e-3
+        Regularisation strength.
+    tol : float >= 0, default=1e-10
+        Tolerance of the Newton solver.
+    max_iter : int >= 1, default=100
+        Newton iteration limit (a ``ConvergenceWarning`` is issued if it is reached).
+    memory_budget : int, str or None, default=None
+        Bytes (or e.g. ``"8G"``) the dense kernel matrices may take; see
+        :mod:`kernelcv.memory`.
+    huber_width : float > 0, default=0.01
+        Half-width ``w`` of the smoothed band around the hinge's kink.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels; ``classes_[1]`` is the positive class of a binary problem.
+    X_fit_ : ndarray or CSR matrix of shape (n_samples, n_features)
+        Copy of the training data, needed for the kernel at prediction time.
+    dual_coef_ : ndarray of shape (n_samples,) or (n_classes, n_samples)
+        ``alpha``; one row per one-vs-rest machine with more than two classes.
+    intercept_ : float or ndarray of shape (n_classes,)
+        Always 0.
+    gamma_ : float
+        The resolved kernel parameter.
+    n_iter_ : int or ndarray of shape (n_classes,)
+        Newton iterations used (per machine with more than two classes).
+    n_features_in_ : int
+        Number of features seen in fit.
+
+    Notes
+    -----
+    :class:`sklearn.svm.SVC` minimises ``1/2 ||f||^2 + C sum_i hinge_i``; dividing by
+    ``C n`` gives the objective above with ``lam = 1 / (2 n C)``, i.e. ``C = 1 / (2 n lam)``.
+    ``SVC`` also fits an intercept, which this bias-free machine does not (a constant
+    added to the kernel, e.g. ``poly`` with ``coef0 > 0``, plays its role).
+
+    Cost: O(n^2) memory for the Gram matrix, O(n^3) time to fit (a few Newton steps, each
+    a Cholesky factorisation of the points inside the smoothed band), O(n d) per
+    predicted point.
+    """
+
+    _machine_name = "svm"
+    _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "huber_width": [_POSITIVE_FINITE]}
+
+    def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
+                 tol=1e-10, max_iter=100, memory_budget=None, huber_width=0.01):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.lam = lam
+        self.tol = tol
+        self.max_iter = max_iter
+        self.memory_budget = memory_budget
+        self.huber_width = huber_width
+
+    def _machine_options(self) -> dict:
+        return {"huber_width": float(self.huber_width)}
