@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from ._threads import separate_blas_pools
 from .criteria.bif import bif_predictions
 from .criteria.closed_form import ClosedFormCV
 from .criteria.exact import refit_predictions
@@ -135,6 +136,14 @@ def cross_validate_path(X, y, lams, machine="krr", kernel="rbf", gamma=None, *, 
     all lam values, the other methods warm-start each full fit from the previous lam
     (taken in decreasing order). Results come back in the order of ``lams``.
     """
+    with separate_blas_pools():
+        return _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width,
+                         epsilon, fit_intercept, folds, method, order, random_state, tol,
+                         memory_budget)
+
+
+def _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
+              fit_intercept, folds, method, order, random_state, tol, memory_budget):
     lams = np.atleast_1d(np.asarray(lams, dtype=object))
     if lams.size == 0:
         raise KernelCVError("give at least one lam value")

@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._threads import separate_blas_pools
 from ..kernels import KERNELS, Kernel
 from ..machines import make_machine
 
@@ -96,8 +97,9 @@ class _KernelMachine(BaseEstimator):
 
     def _fit_one(self, K, y):
         machine = make_machine(self._machine_name, **self._machine_options())
-        return machine.fit(K, y, float(self.lam), tol=float(self.tol),
-                           max_iter=int(self.max_iter))
+        with separate_blas_pools():
+            return machine.fit(K, y, float(self.lam), tol=float(self.tol),
+                               max_iter=int(self.max_iter))
 
     def _decision(self, X) -> np.ndarray:
         """``k(X, X_fit_) @ dual_coef_.T + intercept_``, a block of rows at a time."""
