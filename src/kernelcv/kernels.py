@@ -152,10 +152,9 @@ class GramFactory:
     def gram(self, kernel: Kernel) -> np.ndarray:
         """The Gram matrix ``k(X, Y)`` for ``kernel`` (a new array each call)."""
         base = self._get_base(_BASE[kernel.name])
-        if kernel.name == "rbf":
-            return np.exp(-kernel.gamma * base)
-        if kernel.name == "laplace":
-            return np.exp(-kernel.gamma * base)
+        if kernel.name in ("rbf", "laplace"):
+            gram = np.multiply(base, -kernel.gamma)
+            return np.exp(gram, out=gram)
         if kernel.name == "poly":
             return (kernel.gamma * base + kernel.coef0) ** int(kernel.degree)
         return base.copy()
