@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from .exceptions import KernelCVError
+from .validation import as_2d_float
 
 __all__ = [
     "SUPPORTED_FORMATS",
@@ -429,16 +430,7 @@ def _load_npz(path):
         except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
             raise KernelCVError(
                 f"{path}: cannot read arrays X and y ({_one_line(exc)})") from None
-    try:
-        X = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise KernelCVError(f"{path}: X is not numeric (dtype {X.dtype})") from None
-    if X.ndim == 1:
-        raise KernelCVError(
-            f"{path}: X must be 2-D (n_samples, n_features), got a 1-D array; save "
-            "X.reshape(-1, 1) for a single feature")
-    if X.ndim != 2:
-        raise KernelCVError(f"{path}: X must be 2-D (n_samples, n_features), got {X.ndim}-D")
+    X = as_2d_float(X, source=str(path))
     y = np.squeeze(y) if y.ndim > 1 else y
     if y.ndim != 1:
         raise KernelCVError(f"{path}: y must be 1-D, got shape {y.shape}")

@@ -34,16 +34,7 @@ def check_data(X, y, classifier: bool):
         X = sp.csr_matrix(X, dtype=np.float64)
         values = X.data
     else:
-        try:
-            X = np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise KernelCVError(f"X must be numeric: {exc}") from None
-        if X.ndim == 1:
-            raise KernelCVError(
-                f"X must be 2-D (n_samples, n_features), got a 1-D array of length {X.size}; "
-                "use X.reshape(-1, 1) for a single feature")
-        if X.ndim != 2:
-            raise KernelCVError(f"X must be 2-D (n_samples, n_features), got {X.ndim}-D")
+        X = as_2d_float(X)
         values = X
     n = X.shape[0]
     if n == 0 or X.shape[1] == 0:
@@ -80,6 +71,23 @@ def check_data(X, y, classifier: bool):
     y_pm = np.where(y == classes[1], 1.0, -1.0)
     mapping = {-1: _plain(classes[0]), 1: _plain(classes[1])}
     return X, y_pm, mapping
+
+
+def as_2d_float(X, source: str = ""):
+    """``X`` as a 2-D float64 array, or a :class:`KernelCVError` naming ``source``."""
+    prefix = f"{source}: " if source else ""
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise KernelCVError(
+            f"{prefix}X is not numeric (dtype {np.asarray(X).dtype})") from None
+    if X.ndim == 1:
+        raise KernelCVError(
+            f"{prefix}X must be 2-D (n_samples, n_features), got a 1-D array of length "
+            f"{X.size}; use X.reshape(-1, 1) for a single feature")
+    if X.ndim != 2:
+        raise KernelCVError(f"{prefix}X must be 2-D (n_samples, n_features), got {X.ndim}-D")
+    return X
 
 
 def _plain(value):
