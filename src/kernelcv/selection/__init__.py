@@ -1,0 +1,1 @@
+"""Model selection: grids over kernel parameters x lam, granularity choice, search objects."""
