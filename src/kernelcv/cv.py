@@ -16,17 +16,15 @@ import time
 import numpy as np
 
 from ._threads import separate_blas_pools
-from .criteria.bif import bif_predictions
 from .criteria.closed_form import ClosedFormCV
-from .criteria.exact import refit_predictions
-from .criteria.result import DEGENERATE_RATIO, CVResult, fold_errors, heldout_ratio
+from .criteria.evaluate import METHODS, evaluate_lam
+from .criteria.result import CVResult
 from .exceptions import KernelCVError
 from .kernels import GramFactory, make_kernel
 from .machines import make_machine
 from .memory import check_dense_budget
 from .validation import check_data, check_positive, make_folds
 
-METHODS = ("exact", "closed-form", "bif")
 # Dense n x n float64 matrices each method holds at its peak (K, copies, factors, Q, P).
 _MATRICES = {"exact": 2.5, "closed-form": 3.0, "bif": 2.5}
 
@@ -162,47 +160,15 @@ def _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width, ep
     previous = None
     for position in np.argsort(lam_values)[::-1]:
         lam = lam_values[position]
-        tic = time.perf_counter()
-        fit_seconds = 0.0
-        order_used = None
-        extra_notes = []
-        if closed is not None:
-            predictions = closed.predictions(y, lam)
-            alpha = closed.full_fit(y, lam)[0]
-        else:
-            warm = {} if previous is None else {"alpha0": previous.alpha,
-                                                "intercept0": previous.intercept}
-            fit_tic = time.perf_counter()
-            fit = spec.fit(K, y, lam, **warm)
-            fit_seconds = time.perf_counter() - fit_tic
-            previous = fit
-            alpha = fit.alpha
-            if method == "exact":
-                predictions, _ = refit_predictions(K, y, fold_ids, lam, spec, full_fit=fit)
-            else:
-                predictions, order_used = bif_predictions(K, y, fold_ids, lam, spec, fit,
-                                                          order=order, tol=tol)
-                if order == "auto" and order_used == "inf":
-                    extra_notes.append("series did not reach tol within 200 terms; "
-                                       "used the closed-form limit (order inf)")
-        if not np.all(np.isfinite(predictions)):
-            raise KernelCVError(
-                f"method {method!r} produced non-finite held-out predictions at lam = {lam:g}: "
-                "lam is too small for this kernel matrix; increase lam or use "
-                "method='exact'")
-        ratio = heldout_ratio(K, alpha, fold_ids)
-        degenerate = ratio < DEGENERATE_RATIO
-        if degenerate:
-            extra_notes.append(
-                "degenerate: held-out kernel predictions are negligible (kernel width too "
-                "small); approximate CV values are unreliable here, use method='exact'")
-        error, per_fold = fold_errors(y, predictions, fold_ids, spec.metric)
-        seconds = time.perf_counter() - tic + setup_seconds / len(lam_values)
+        ev = evaluate_lam(K, y, fold_ids, lam, spec, method, order=order, tol=tol,
+                          closed=closed, warm=previous)
+        previous = ev.fit
         results[position] = CVResult(
-            cv_error=error, fold_errors=per_fold, method=method,
-            order=order, order_used=order_used if method == "bif" else None,
-            n_folds=int(fold_ids.max()) + 1, n_samples=y.shape[0], seconds=seconds,
-            fit_seconds=fit_seconds, degenerate=degenerate, heldout_ratio=ratio,
-            metric=spec.metric, params={**params, "lam": lam}, label_mapping=mapping,
-            predictions=predictions, notes=notes + extra_notes)
+            cv_error=ev.cv_error, fold_errors=ev.fold_errors, method=method,
+            order=order, order_used=ev.order_used,
+            n_folds=int(fold_ids.max()) + 1, n_samples=y.shape[0],
+            seconds=ev.seconds + setup_seconds / len(lam_values),
+            fit_seconds=ev.fit_seconds, degenerate=ev.degenerate,
+            heldout_ratio=ev.heldout_ratio, metric=spec.metric, params={**params, "lam": lam},
+            label_mapping=mapping, predictions=ev.predictions, notes=notes + ev.notes)
     return results

@@ -62,7 +62,8 @@ def _kernel_times_dg(K, g, fold_ids, sizes):
     return np.asarray((G @ K).T) - (K @ g)[:, None] / n
 
 
-def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_order=200):
+def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_order=200,
+                    atol=None):
     """Held-out decision values from the full-data fit and the BIF correction.
 
     Parameters
@@ -73,6 +74,11 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     order : int >= 1, ``"inf"`` or ``"auto"``.
     tol : stopping tolerance of ``"auto"``, relative to ``max |F|``.
     max_order : most terms ``"auto"`` adds before switching to ``"inf"``.
+    atol : float or None
+        If given, ``"auto"`` instead stops at the first order whose estimated remainder
+        ``m_s rho / (1 - rho)`` is at most ``atol``, where ``m_s`` is the largest held-out
+        term of order s and ``rho = m_s / m_{s-1}`` the observed rate (a geometric tail;
+        the series is a Neumann series, so its terms shrink geometrically in the end).
 
     Returns
     -------
@@ -119,15 +125,29 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     total = T[rows, fold_ids].copy()
     s = 1
     limit = max_order if order == "auto" else int(order)
+    previous_size = np.inf
+
+    def converged(size):
+        if atol is None:
+            return size <= tol * scale
+        if size == 0.0:
+            return True
+        if not np.isfinite(previous_size):
+            return False  # one term gives no rate yet
+        rate = size / previous_size
+        return rate < 1.0 and size * rate / (1.0 - rate) <= atol
+
     while s < limit:
-        if order == "auto" and np.max(np.abs(T[rows, fold_ids])) <= tol * scale:
+        size = float(np.max(np.abs(T[rows, fold_ids])))
+        if order == "auto" and converged(size):
             return F + total, s
+        previous_size = size
         dhT = D[active] * (h[active, None] * T[active])
         T = solve_L(-(K_active @ dhT) * eps[None, :], -eps * dhT.sum(axis=0))
         total += T[rows, fold_ids]
         s += 1
     if order == "auto":
-        if np.max(np.abs(T[rows, fold_ids])) <= tol * scale:
+        if converged(float(np.max(np.abs(T[rows, fold_ids])))):
             return F + total, s
         return F + _newton_step(K, g, h, lam, n, fold_ids, eps, sizes,
                                 machine.fit_intercept), "inf"
