@@ -2,9 +2,10 @@
 
 Each subcommand is a thin shell around one library function that returns a plain dict:
 the shell parses options, calls that function, and prints the dict either as one JSON
-object (``--json``) or as an aligned, readable summary. Only ``cv`` exists so far::
+object (``--json``) or as an aligned, readable summary::
 
     kernelcv cv heart_scale.svm --machine lssvm --gamma 0.05 --lam 1e-3 --method bif
+    kernelcv select heart_scale.svm --machine l2svm --out results --plot
 
 Exit status: 0 on success, 2 for bad input (a usage error, an unreadable file, invalid
 data or settings); the error is one line on stderr starting with ``kernelcv: error:``.
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _cli_select
 from .cv import METHODS, cross_validate, parse_order
 from .datasets import SUPPORTED_FORMATS, load_data, read_fold_ids
 from .exceptions import KernelCVError
@@ -231,9 +233,16 @@ def _render_cv(summary):
     return "\n".join(lines)
 
 
+def _add_select_arguments(parser):
+    _cli_select.add_arguments(parser, _order_arg, _budget_arg, f"formats: {SUPPORTED_FORMATS}")
+
+
 COMMANDS = (
     Command("cv", "estimate the cross-validation error of one kernel machine",
             _add_cv_arguments, _run_cv_command, _render_cv),
+    Command("select", "choose the kernel parameter and lam by (approximate) CV",
+            _add_select_arguments, _cli_select.run_command,
+            lambda report: _cli_select.render(report)),
 )
 
 

@@ -1,0 +1,244 @@
+"""The ``kernelcv select`` subcommand: options, progress bar and the readable summary.
+
+The work is done by :func:`kernelcv.selection.report.run_select`; this module only turns
+command-line options into its arguments and its report into text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .exceptions import KernelCVError
+from .kernels import KERNELS
+from .machines import MACHINES
+from .selection.granularity import RULES
+from .selection.grids import parse_grid, sigma_to_gamma
+from .selection.report import run_select
+from .selection.search import METHODS
+
+DEFAULT_TOP = 5
+
+
+def _grid_arg(name, integer=False):
+    def parse(text):
+        try:
+            return parse_grid(text, name, integer=integer)
+        except KernelCVError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
+
+
+def _folds_arg(text):
+    if text == "auto":
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--folds must be an integer >= 2 or 'auto', got {text!r}") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"--folds must be at least 2, got {value}")
+    return value
+
+
+def add_arguments(parser, order_arg, budget_arg, data_help):
+    """Declare the options of ``kernelcv select``."""
+    parser.add_argument("data", metavar="DATA", help=f"training data file; {data_help}")
+    machine = parser.add_argument_group("machine and kernel")
+    machine.add_argument("--machine", required=True, choices=MACHINES,
+                         help="krr, lssvm, l2svm, svm (Huber hinge) or svr (Huber eps-SVR)")
+    machine.add_argument("--kernel", default="rbf", choices=KERNELS, help="default: rbf")
+    machine.add_argument("--huber-width", type=float, default=0.01, metavar="H",
+                         help="Huber band of svm/svr (default 0.01)")
+    machine.add_argument("--svr-epsilon", type=float, default=0.1, metavar="E",
+                         help="insensitivity of svr (default 0.1)")
+    machine.add_argument("--no-intercept", action="store_true",
+                         help="fit lssvm without its intercept")
+    grid = parser.add_argument_group(
+        "grids (comma lists; 2^k powers; ranges like 2^-3..2^3)")
+    widths = grid.add_mutually_exclusive_group()
+    widths.add_argument("--gamma-grid", type=_grid_arg("gamma"), metavar="G",
+                        help="rbf/laplace gamma values (default gamma = 1/(2 sigma^2), "
+                             "sigma = 2^-10..2^10)")
+    widths.add_argument("--sigma-grid", type=_grid_arg("sigma"), metavar="S",
+                        help="rbf/laplace widths sigma, as gamma = 1/(2 sigma^2)")
+    grid.add_argument("--degree-grid", type=_grid_arg("degree", integer=True), metavar="D",
+                      help="poly degrees (default 1..8)")
+    grid.add_argument("--lam-grid", type=_grid_arg("lam"), metavar="L",
+                      help="lam values (default 2^i/n, i = -3..11)")
+    grid.add_argument("--gamma", type=float, metavar="G",
+                      help="fixed gamma of the poly kernel (default 1)")
+    grid.add_argument("--coef0", type=float, default=1.0, metavar="C",
+                      help="fixed coef0 of the poly kernel (default 1)")
+    cv = parser.add_argument_group("cross-validation")
+    source = cv.add_mutually_exclusive_group()
+    source.add_argument("--folds", type=_folds_arg, default=10, metavar="T|auto",
+                        help="number of folds (default 10), or 'auto' to choose t and the "
+                             "BIF order from --epsilon")
+    source.add_argument("--fold-ids", metavar="FILE",
+                        help="file with one fold id per training sample")
+    cv.add_argument("--seed", type=int, default=0, metavar="S",
+                    help="seed of the fold assignment (default 0)")
+    cv.add_argument("--method", choices=METHODS,
+                    help="default: closed-form for krr/lssvm, bif otherwise")
+    cv.add_argument("--order", type=order_arg, default="inf", metavar="R",
+                    help="BIF order: integer, inf (default) or auto")
+    cv.add_argument("--epsilon", type=float, metavar="E",
+                    help="tolerated CV approximation error for --folds auto")
+    cv.add_argument("--granularity", choices=RULES, default="adaptive",
+                    help="with --folds auto: order from the observed series (adaptive, "
+                         "default) or from the paper's bound")
+    safe = parser.add_argument_group("safeguards")
+    safe.add_argument("--confirm", type=int, default=3, metavar="K",
+                      help="confirm the best K candidates by exact refit CV (default 3)")
+    safe.add_argument("--no-safeguards", action="store_true",
+                      help="no confirmation and no exact re-check of degenerate candidates")
+    run = parser.add_argument_group("running")
+    run.add_argument("--n-jobs", type=int, default=1, metavar="N",
+                     help="kernel settings evaluated in parallel (joblib; -1 = all cores)")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="Dask scheduler address, e.g. tcp://host:8786")
+    run.add_argument("--checkpoint", metavar="FILE",
+                     help="record finished kernel settings here; rerun to resume")
+    run.add_argument("--memory-budget", type=budget_arg, metavar="BYTES",
+                     help="memory the dense n x n matrices may use, e.g. 8G")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    output = parser.add_argument_group("output")
+    output.add_argument("--test", metavar="TESTDATA",
+                        help="test data: report the test error of the refit best model")
+    output.add_argument("--out", metavar="DIR", help="write report.json (and plots) here")
+    output.add_argument("--plot", action="store_true",
+                        help="with --out: cv_heatmap.png and cv_curve.png")
+    output.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
+                        help=f"candidates listed in the summary (default {DEFAULT_TOP})")
+    output.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+class _Progress:
+    """A tqdm bar per stage on stderr; silent when tqdm is missing or stderr is no TTY."""
+
+    def __init__(self, enabled):
+        self.enabled = enabled and sys.stderr.isatty()
+        self.bars = {}
+
+    def __call__(self, stage, done, total):
+        if not self.enabled:
+            return
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            self.enabled = False
+            return
+        bar = self.bars.get(stage)
+        if bar is None:
+            bar = self.bars[stage] = tqdm(total=total, desc=stage, unit="task",
+                                          file=sys.stderr, leave=False)
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+        if done >= total:
+            bar.close()
+
+    def close(self):
+        for bar in self.bars.values():
+            bar.close()
+
+
+def run_command(args, parser):
+    """Turn the parsed options into a :func:`run_select` call."""
+    if args.confirm < 0:
+        parser.error("argument --confirm: must be >= 0")
+    if args.n_jobs == 0:
+        parser.error("argument --n-jobs: must not be 0")
+    gammas = args.gamma_grid
+    if args.sigma_grid is not None:
+        gammas = [sigma_to_gamma(s) for s in args.sigma_grid]
+    progress = _Progress(not args.no_progress)
+    try:
+        return run_select(
+            args.data, machine=args.machine, kernel=args.kernel, method=args.method,
+            folds=args.folds, fold_ids=args.fold_ids, epsilon=args.epsilon,
+            granularity=args.granularity, order=args.order, gammas=gammas,
+            degrees=args.degree_grid, lams=args.lam_grid, gamma=args.gamma,
+            coef0=args.coef0, huber_width=args.huber_width, svr_epsilon=args.svr_epsilon,
+            fit_intercept=False if args.no_intercept else None,
+            confirm=0 if args.no_safeguards else args.confirm,
+            recheck_degenerate=not args.no_safeguards, seed=args.seed, test=args.test,
+            out=args.out, plot=args.plot, checkpoint=args.checkpoint, n_jobs=args.n_jobs,
+            scheduler=args.scheduler, memory_budget=args.memory_budget, progress=progress)
+    finally:
+        progress.close()
+
+
+def render(report, top=DEFAULT_TOP):
+    """The readable summary: settings, best candidate, test error and the top candidates."""
+    param = report.get("param_name")
+    metric = {"0-1": "0-1 error", "mse": "MSE"}.get(report["metric"], report["metric"])
+    best = report["best_params"]
+    method = report["method"]
+    if method == "bif":
+        method += "  (folds auto, granularity " + str(report.get("granularity")) + ")" \
+            if report["folds"] == "auto" else f"  (order {report['order']})"
+    timings = report["timings"]
+    n_candidates = len(report["candidates"])
+    rows = [
+        ("data", f"{report['data']}  ({report['n_samples']} samples)"),
+        ("machine", f"{report['machine']}, {report['kernel']} kernel"),
+        ("method", method),
+        ("folds", str(report["folds"])),
+        ("candidates", f"{n_candidates}  ({_seconds(timings['total_seconds'])} total, "
+                       f"{_seconds(timings['search_seconds'])} search, "
+                       f"{_seconds(timings['confirm_seconds'])} safeguards)"),
+        ("best", "  ".join(f"{k}={_num(v)}" for k, v in best.items() if k != "kernel")),
+        ("best CV error", f"{_num(report['best_cv_error'])}  ({metric})"),
+    ]
+    if report.get("test") is not None:
+        rows.append(("test error", f"{_num(report['test_error'])}  ({metric}, "
+                                   f"{report['test']})"))
+    if report.get("confirmed"):
+        rows.append(("confirmed", f"{len(report['confirmed'])} best candidates by exact "
+                                  "refit CV"))
+    if report.get("rechecked"):
+        rows.append(("rechecked", f"{len(report['rechecked'])} degenerate candidates by "
+                                  "exact refit CV"))
+    for path in report.get("files") or []:
+        rows.append(("wrote", path))
+    width = max(len(label) for label, _ in rows) + 2
+    lines = [f"{label:<{width}}{value}" for label, value in rows]
+    lines.append("")
+    lines.extend(_table(report, param, top))
+    return "\n".join(lines)
+
+
+def _table(report, param, top):
+    ranked = sorted(report["candidates"], key=lambda c: (c["rank"], c["setting"], c["lam"]))
+    best_index = report["best_index"]
+    chosen = report["candidates"][best_index]
+    shown = ranked[:top]
+    if chosen not in shown:
+        shown.append(chosen)
+    header = ["rank", param or "kernel", "lam", "score", "exact", "status", "seconds"]
+    body = []
+    for c in shown:
+        mark = "*" if c is chosen else ""
+        body.append([f"{c['rank']}{mark}", _num(c[param]) if param else c["kernel"],
+                     _num(c["lam"]), _num(c["score"]), _num(c["exact_error"]), c["status"],
+                     _seconds(c["seconds"])])
+    widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
+    lines = ["  ".join(f"{h:>{w}}" for h, w in zip(header, widths, strict=True))]
+    lines += ["  ".join(f"{v:>{w}}" for v, w in zip(row, widths, strict=True)) for row in body]
+    lines.append("(* chosen; score is the criterion's value, exact the refit CV error)")
+    return lines
+
+
+def _num(value):
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _seconds(value):
+    return f"{value:.3g} s"

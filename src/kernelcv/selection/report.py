@@ -1,0 +1,269 @@
+"""``run_select``: the library side of ``kernelcv select`` (load, search, test, report, write).
+
+Everything that can be checked before the search is checked first (files, options, the
+output folder, matplotlib for ``--plot``), so a bad invocation fails in a second and
+writes nothing. Output files are rendered in memory and then written atomically
+(temporary file in the same folder, then ``os.replace``): a reader never sees half a file
+and a failed run leaves no partial report.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import tempfile
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..datasets import load_data, read_fold_ids
+from ..exceptions import KernelCVError
+from ..kernels import GramFactory
+from ..machines import make_machine
+from ..validation import check_data
+from .backends import run_tasks
+from .search import APPROXIMATE, grid_search
+from .search_cv import ESTIMATORS
+from .tasks import exact_candidate
+
+REPORT_NAME = "report.json"
+HEATMAP_NAME = "cv_heatmap.png"
+CURVE_NAME = "cv_curve.png"
+
+
+def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=None,
+               epsilon=None, granularity="adaptive", order="inf", gammas=None, degrees=None,
+               lams=None, gamma=None, coef0=1.0, huber_width=0.01, svr_epsilon=0.1,
+               fit_intercept=None, confirm=3, recheck_degenerate=True, seed=0, test=None,
+               out=None, plot=False, checkpoint=None, n_jobs=1, scheduler=None,
+               memory_budget=None, progress=None) -> dict:
+    """Select the kernel parameter and lam of a machine on a data file; optionally test.
+
+    Parameters
+    ----------
+    data : training data file (svmlight, CSV or npz; see :mod:`kernelcv.datasets`).
+    test : optional test data file: the best candidate is refit on all training data and
+        its test error (0-1 or MSE) reported.
+    out : folder for ``report.json`` and, with ``plot``, ``cv_heatmap.png`` (CV error
+        over kernel parameter x lam) and ``cv_curve.png`` (CV error along the kernel
+        parameter at the best lam, for the search's method and exact refit CV).
+    fold_ids : file with one fold id per training sample (instead of ``folds``).
+    Other parameters: as :func:`kernelcv.selection.search.grid_search`.
+
+    Returns
+    -------
+    dict
+        JSON-able report: ``best_params``, ``best_cv_error`` (exact where confirmed),
+        ``test_error``, ``candidates`` (one row per candidate), ``confirmed``,
+        ``rechecked``, ``timings``, ``files`` and the search settings.
+    """
+    tic = time.perf_counter()
+    if plot and out is None:
+        raise KernelCVError("--plot writes PNG files: give an output folder with --out DIR")
+    if out is not None:
+        _check_writable_folder(out)
+    if plot:
+        from ..plotting import _figure_class
+
+        _figure_class()  # fails now, with advice, if matplotlib is missing
+    X, y = load_data(data)
+    X_test = y_test = None
+    if test is not None:
+        X_test, y_test = load_data(test)
+        X_test = _match_features(X_test, X.shape[1], test)
+    if fold_ids is not None:
+        folds = read_fold_ids(fold_ids, y.shape[0])
+
+    result = grid_search(
+        X, y, machine, kernel=kernel, gammas=gammas, degrees=degrees, lams=lams, gamma=gamma,
+        coef0=coef0, huber_width=huber_width, svr_epsilon=svr_epsilon,
+        fit_intercept=fit_intercept, method=method, folds=folds, order=order,
+        epsilon=epsilon, granularity=granularity, confirm=confirm,
+        recheck_degenerate=recheck_degenerate, random_state=seed, n_jobs=n_jobs,
+        scheduler=scheduler, checkpoint=checkpoint, progress=progress,
+        memory_budget=memory_budget)
+    report = result.to_dict()
+    report.update({"data": str(data), "test": None if test is None else str(test),
+                   "seed": seed, "epsilon": epsilon,
+                   "granularity": granularity if folds == "auto" else None})
+    best = result.best
+    report["best_cv_error"] = best["exact_error"] if best["exact_error"] is not None \
+        else best["cv_error"]
+
+    report["test_error"] = None
+    if test is not None:
+        test_tic = time.perf_counter()
+        report["test_error"] = _test_error(result, X, y, X_test, y_test, machine,
+                                           huber_width, svr_epsilon, fit_intercept,
+                                           memory_budget)
+        report["timings"]["test_seconds"] = time.perf_counter() - test_tic
+
+    outputs: dict[str, bytes] = {}
+    if plot:
+        plot_tic = time.perf_counter()
+        outputs.update(_figures(result, X, y, memory_budget, progress))
+        report["timings"]["plot_seconds"] = time.perf_counter() - plot_tic
+    report["timings"]["total_seconds"] = time.perf_counter() - tic
+    if out is not None:
+        names = [*outputs, REPORT_NAME]
+        report["files"] = [os.path.join(os.fspath(out), name) for name in names]
+        outputs[REPORT_NAME] = (json.dumps(jsonable(report), indent=2, allow_nan=False)
+                                + "\n").encode()
+        _write_all(out, outputs)
+    else:
+        report["files"] = []
+    return report
+
+
+def jsonable(value):
+    """Plain JSON types; non-finite floats become null."""
+    if isinstance(value, dict):
+        return {str(key): jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(item) for item in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _check_writable_folder(out):
+    path = os.path.abspath(os.fspath(out))
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise KernelCVError(f"--out {out}: exists and is not a folder")
+        target = path
+    else:
+        target = os.path.dirname(path)
+        if not os.path.isdir(target):
+            raise KernelCVError(f"--out {out}: the parent folder {target} does not exist")
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise KernelCVError(f"--out {out}: folder {target} is not writable")
+
+
+def _match_features(X_test, n_features, path):
+    """Test data must have the training features; svmlight files may omit trailing ones."""
+    d = X_test.shape[1]
+    if d == n_features:
+        return X_test
+    if sp.issparse(X_test) and d < n_features:
+        X_test = sp.csr_matrix(X_test)
+        X_test.resize((X_test.shape[0], n_features))
+        return X_test
+    raise KernelCVError(
+        f"{path}: test data has {d} features but the training data has {n_features}")
+
+
+def _test_error(result, X, y, X_test, y_test, machine, huber_width, svr_epsilon,
+                fit_intercept, memory_budget):
+    spec = make_machine(machine, huber_width=huber_width, epsilon=svr_epsilon,
+                        fit_intercept=fit_intercept)
+    options = {}
+    if machine in ("svm", "svr"):
+        options["huber_width"] = huber_width
+    if machine == "svr":
+        options["epsilon"] = svr_epsilon
+    if machine == "lssvm" and fit_intercept is not None:
+        options["fit_intercept"] = fit_intercept
+    params = {k: v for k, v in result.best_params.items() if k != "kernel"}
+    estimator = ESTIMATORS[machine](kernel=result.best["kernel"], memory_budget=memory_budget,
+                                    **params, **options)
+    _, y_train, mapping = check_data(X, y, spec.is_classifier)
+    if spec.is_classifier:
+        labels = np.asarray(y_test)
+        known = set(mapping.values())
+        unknown = [v for v in np.unique(labels) if v not in known]
+        if unknown:
+            raise KernelCVError(f"test labels {unknown[:3]} do not occur in the training data")
+        estimator.fit(X, y)
+        return float(np.mean(estimator.predict(X_test) != labels))
+    estimator.fit(X, y)
+    return float(np.mean((estimator.predict(X_test) - np.asarray(y_test, float)) ** 2))
+
+
+def _figures(result, X, y, memory_budget, progress) -> dict[str, bytes]:
+    """The heatmap and the CV-curve figure as PNG bytes."""
+    from ..plotting import cv_curve_figure, heatmap_figure
+
+    param = result.param_name
+    metric = {"0-1": "0-1 error", "mse": "MSE"}[result.metric]
+    label = f"{result.folds}-fold CV {metric} ({result.method})"
+    if result.method == "gacv":
+        label = "GACV"
+    figures = {}
+    best = result.best
+    if param is not None:
+        records = [{param: c[param], "lam": c["lam"], "score": c["score"]}
+                   for c in result.candidates]
+        fig = heatmap_figure(records, param=param, value="score",
+                             best={param: best[param], "lam": best["lam"]},
+                             metric_label=label,
+                             title=f"{result.machine}, {result.kernel} kernel")
+        figures[HEATMAP_NAME] = _png(fig)
+        at_best = [c for c in result.candidates if c["lam"] == best["lam"]]
+        at_best.sort(key=lambda c: c[param])
+        curves = {result.method: ([c[param] for c in at_best],
+                                  [c["score"] for c in at_best])}
+        if result.method in APPROXIMATE:
+            curves["exact"] = ([c[param] for c in at_best],
+                               _exact_along(result, at_best, X, y, memory_budget, progress))
+        fig = cv_curve_figure(curves, param=param, best_lam=best["lam"],
+                              metric_label=f"CV {metric}",
+                              title=f"{result.machine}: CV along {param}")
+        figures[CURVE_NAME] = _png(fig)
+    return figures
+
+
+def _exact_along(result, candidates, X, y, memory_budget, progress):
+    """Exact refit CV of the given candidates (reusing confirmations already made)."""
+    values = [c["exact_error"] for c in candidates]
+    todo = [i for i, v in enumerate(values) if v is None]
+    spec = make_machine(result.machine)
+    _, y_pm, _ = check_data(X, y, spec.is_classifier)
+    config = result.config
+    tasks = [{"setting": {k: candidates[i][k] for k in ("kernel", "gamma", "degree", "coef0")
+                          if k in candidates[i]},
+              "lam": candidates[i]["lam"], "config": {**config, "n_folds": candidates[i]
+                                                       ["n_folds"]}}
+             for i in todo]
+    shared = {"data": GramFactory(X, memory_budget=memory_budget), "y": y_pm,
+              "fold_ids": result.fold_ids}
+    for done, (position, out) in enumerate(run_tasks(exact_candidate, tasks, shared=shared),
+                                           start=1):
+        values[todo[position]] = out["cv_error"]
+        if progress is not None:
+            progress("plot", done, len(todo))
+    return values
+
+
+def _png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)
+    return buffer.getvalue()
+
+
+def _write_all(out, outputs: dict[str, bytes]):
+    """Write every file to a temporary name first, then move them all into place."""
+    folder = os.fspath(out)
+    os.makedirs(folder, exist_ok=True)
+    staged = []
+    try:
+        for name, payload in outputs.items():
+            handle = tempfile.NamedTemporaryFile(dir=folder, prefix=f".{name}.", delete=False)
+            staged.append((handle.name, os.path.join(folder, name)))
+            with handle:
+                handle.write(payload)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(handle.name, 0o644)
+        for temporary, final in staged:
+            os.replace(temporary, final)
+    except OSError as exc:
+        for temporary, _ in staged:
+            if os.path.exists(temporary):
+                os.remove(temporary)
+        raise KernelCVError(f"cannot write to {folder}: {exc.strerror or exc}") from None

@@ -1,0 +1,407 @@
+"""Grid search over kernel settings x lam with any CV criterion, safeguarded by exact refits.
+
+The driver validates once, splits the grid into kernel settings (one task each, see
+:mod:`kernelcv.selection.tasks`), runs them sequentially, on joblib workers or on a Dask
+cluster (:mod:`kernelcv.selection.backends`), records finished settings in an optional
+checkpoint, and then applies the safeguards:
+
+1. candidates of an approximate method (``bif``, ``gacv``) whose held-out predictions are
+   degenerate (tiny kernel width) are re-evaluated by exact refit CV;
+2. the best ``confirm`` candidates of an approximate search are re-evaluated by exact
+   refit CV and the best of them by exact error is chosen.
+
+The driver never fits a machine itself.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..criteria.evaluate import METHODS as CV_METHODS
+from ..exceptions import KernelCVError
+from ..kernels import KERNELS, GramFactory
+from ..machines import make_machine
+from ..memory import check_dense_budget
+from ..validation import check_data, make_folds
+from .backends import run_tasks
+from .checkpoint import Checkpoint, fingerprint
+from .granularity import RULES, check_tolerance
+from .grids import check_grid, default_degrees, default_gammas, default_lams
+from .tasks import evaluate_setting, exact_candidate
+
+METHODS = (*CV_METHODS, "gacv")
+APPROXIMATE = ("bif", "gacv")
+# Dense n x n float64 matrices one task holds at its peak.
+_MATRICES = {"exact": 2.5, "closed-form": 3.0, "bif": 2.5, "gacv": 2.0}
+
+
+def default_method(machine: str) -> str:
+    """Closed-form (exact and fast) for krr/lssvm, BIF for the other machines."""
+    return "closed-form" if machine in ("krr", "lssvm") else "bif"
+
+
+@dataclass
+class SearchResult:
+    """Outcome of :func:`grid_search`.
+
+    Attributes
+    ----------
+    candidates : list of dict
+        One per (setting, lam) in grid order: the kernel parameters, ``lam``, ``score``
+        (the criterion's value, after degenerate re-checks), ``cv_error``, ``exact_error``
+        (when refit), ``status`` (``exact`` | ``approximate`` | ``rechecked`` |
+        ``confirmed``), ``rank``, timings and notes.
+    best_index : index of the chosen candidate.
+    """
+
+    candidates: list[dict]
+    best_index: int
+    machine: str
+    method: str
+    kernel: str
+    param_name: str | None
+    metric: str
+    n_samples: int
+    folds: object
+    order: object
+    confirmed: list[int]
+    rechecked: list[int]
+    timings: dict
+    label_mapping: dict | None = None
+    notes: list[str] = field(default_factory=list)
+    config: dict = field(default_factory=dict, repr=False)
+    fold_ids: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def best(self) -> dict:
+        return self.candidates[self.best_index]
+
+    @property
+    def best_params(self) -> dict:
+        best = self.best
+        keys = ["kernel", "gamma", "degree", "coef0", "lam"]
+        return {key: best[key] for key in keys if key in best}
+
+    def to_dict(self) -> dict:
+        """JSON-able summary (no arrays)."""
+        return {
+            "machine": self.machine, "method": self.method, "kernel": self.kernel,
+            "param_name": self.param_name, "metric": self.metric, "n_samples": self.n_samples,
+            "folds": self.folds, "order": self.order, "best_index": self.best_index,
+            "best_params": self.best_params, "best_score": self.best["score"],
+            "best_cv_error": self.best.get("exact_error", self.best["cv_error"])
+            if self.best.get("exact_error") is not None else self.best["cv_error"],
+            "confirmed": self.confirmed, "rechecked": self.rechecked,
+            "timings": self.timings, "notes": self.notes, "candidates": self.candidates,
+        }
+
+
+def kernel_settings(kernel, gammas=None, degrees=None, *, gamma=None, degree=3, coef0=1.0):
+    """The kernel settings of a grid and the name of the varied parameter.
+
+    rbf/laplace vary gamma (default grid: :func:`default_gammas`); poly varies the degree
+    (default 1..8) at a fixed ``gamma`` (default 1) and ``coef0``; linear has one setting.
+    """
+    if kernel not in KERNELS:
+        raise KernelCVError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
+    if kernel in ("rbf", "laplace"):
+        if degrees is not None:
+            raise KernelCVError(f"kernel {kernel!r} has no degree; give a gamma grid")
+        values = check_grid(default_gammas() if gammas is None else gammas, "gamma")
+        return [{"kernel": kernel, "gamma": g} for g in values], "gamma"
+    if kernel == "poly":
+        if gammas is not None:
+            raise KernelCVError("the poly grid varies the degree; give gamma as one value")
+        values = check_grid(default_degrees() if degrees is None else degrees, "degree",
+                            integer=True)
+        g = 1.0 if gamma is None else check_grid([gamma], "gamma")[0]
+        c = float(coef0)
+        if not np.isfinite(c) or c < 0:
+            raise KernelCVError(f"coef0 must be a finite number >= 0, got {coef0!r}")
+        return [{"kernel": "poly", "gamma": g, "degree": d, "coef0": c} for d in values], \
+            "degree"
+    if gammas is not None or degrees is not None:
+        raise KernelCVError("the linear kernel has no parameter to search; give only lam")
+    return [{"kernel": "linear"}], None
+
+
+def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None, lams=None,
+                gamma=None, degree=3, coef0=1.0, huber_width=0.01, svr_epsilon=0.1,
+                fit_intercept=None, method=None, folds=10, order="inf", epsilon=None,
+                granularity="adaptive", confirm=3, recheck_degenerate=True, average="pooled",
+                random_state=0, tol=1e-6, n_jobs=1, backend="auto", scheduler=None,
+                checkpoint=None, progress=None, memory_budget=None,
+                settings=None, setting_lams=None) -> SearchResult:
+    """Choose the kernel parameter and lam of a kernel machine by (approximate) CV.
+
+    Parameters
+    ----------
+    X, y : training data (dense or sparse X; two classes for classifiers).
+    machine : {"krr", "lssvm", "l2svm", "svm", "svr"}.
+    kernel : {"rbf", "laplace", "poly", "linear"}.
+    gammas, degrees, lams : grids (defaults in :mod:`kernelcv.selection.grids`; lam's
+        default ``2^i / n``, i = -3..11).
+    gamma, degree, coef0 : fixed kernel parameters not searched (poly's gamma and coef0).
+    huber_width, svr_epsilon, fit_intercept : machine options (see :func:`make_machine`).
+    method : {"exact", "closed-form", "bif", "gacv"}; default closed-form for krr/lssvm,
+        bif otherwise. ``gacv`` (svm only) ranks by Wahba's GACV, not by CV.
+    folds : int t, array of fold ids, or ``"auto"`` (granularity selection, bif only:
+        t and r per lam from the tolerated error ``epsilon``).
+    order : BIF order (int, ``"inf"`` or ``"auto"``); ignored with ``folds="auto"``.
+    epsilon : tolerated approximation error for ``folds="auto"`` (> huber_width / 2).
+    granularity : {"adaptive", "bound"}: with ``folds="auto"``, choose r from the observed
+        series terms (default) or from the paper's bound; both choices are reported.
+    confirm : how many of the best candidates of an approximate search to confirm by exact
+        refit CV (0 switches the confirmation off).
+    recheck_degenerate : re-evaluate degenerate candidates of approximate methods exactly.
+    average : {"pooled", "folds"}: the CV error is the error over all held-out points, or
+        the unweighted mean of per-fold errors (scikit-learn's ``GridSearchCV`` convention).
+    random_state : seed of the fold assignment.
+    tol : BIF ``order="auto"`` tolerance (relative to ``max|F|``).
+    n_jobs, backend, scheduler : parallel execution (see :func:`run_tasks`); the unit of
+        work is one kernel setting.
+    checkpoint : path of a JSON Lines file recording finished settings; a rerun resumes.
+    progress : callable ``progress(stage, done, total)``.
+    memory_budget : bytes or e.g. ``"8G"`` (see :mod:`kernelcv.memory`).
+    settings, setting_lams : internal: explicit kernel settings (list of dicts) and one lam
+        list per setting, used by :class:`KernelSearchCV`.
+
+    Returns
+    -------
+    SearchResult
+
+    Notes
+    -----
+    Cost per kernel setting: one Gram matrix; closed-form adds one ``eigh`` (O(n^3)) and
+    O(n^2 (t + n/t)) per lam; bif one warm-started fit per lam plus the correction
+    (about 1.2 fits at r = 5); exact t fits per lam. Confirmations add ``confirm`` exact
+    CVs.
+    """
+    total_tic = time.perf_counter()
+    machine_spec = make_machine(machine, huber_width=huber_width, epsilon=svr_epsilon,
+                                fit_intercept=fit_intercept)
+    method = default_method(machine) if method is None else method
+    if method not in METHODS:
+        raise KernelCVError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if method == "closed-form" and machine_spec.loss.name != "square":
+        raise KernelCVError(
+            f"method 'closed-form' is exact only for krr and lssvm, not {machine!r}; "
+            "use method='bif' (fast) or 'exact'")
+    if method == "gacv" and machine != "svm":
+        raise KernelCVError(f"method 'gacv' is defined for the hinge SVM (machine 'svm'), "
+                            f"not {machine!r}")
+    if average not in ("pooled", "folds"):
+        raise KernelCVError(f"average must be 'pooled' or 'folds', got {average!r}")
+    if isinstance(confirm, bool) or not isinstance(confirm, int | np.integer) or confirm < 0:
+        raise KernelCVError(f"confirm must be an integer >= 0, got {confirm!r}")
+    from ..cv import parse_order
+
+    delta = machine_spec.loss.width if machine in ("svm", "svr") else 0.0
+    auto = isinstance(folds, str)
+    if auto:
+        if folds != "auto":
+            raise KernelCVError(f"folds must be an integer, fold ids or 'auto', got {folds!r}")
+        if method != "bif":
+            raise KernelCVError("folds='auto' (granularity selection) chooses the BIF "
+                                "order; use it with method='bif'")
+        if epsilon is None:
+            raise KernelCVError("folds='auto' needs the tolerated error epsilon "
+                                "(e.g. epsilon=0.1)")
+        epsilon = check_tolerance(epsilon, delta)
+        if granularity not in RULES:
+            raise KernelCVError(f"granularity must be one of {', '.join(RULES)}, "
+                                f"got {granularity!r}")
+    elif epsilon is not None:
+        raise KernelCVError("epsilon (tolerated error) is used only with folds='auto'")
+    order = parse_order(order) if method == "bif" and not auto else None
+
+    X, y, mapping = check_data(X, y, machine_spec.is_classifier)
+    n = y.shape[0]
+    if settings is None:
+        settings, param_name = kernel_settings(kernel, gammas, degrees, gamma=gamma,
+                                               degree=degree, coef0=coef0)
+        lam_values = check_grid(default_lams(n) if lams is None else lams, "lam")
+        setting_lams = [lam_values] * len(settings)
+    else:
+        param_name = "gamma" if kernel in ("rbf", "laplace") else (
+            "degree" if kernel == "poly" else None)
+        setting_lams = [check_grid(values, "lam") for values in setting_lams]
+    # The fixed folds serve every method (auto mode uses them only for degeneracy checks).
+    base_folds = 10 if auto else folds
+    if auto and n < 10:
+        base_folds = n
+    fold_ids = make_folds(y, base_folds, machine_spec.is_classifier, random_state)
+    workers = _n_workers(n_jobs, backend, scheduler)
+    check_dense_budget(n, n, _MATRICES[method] * workers,
+                       f"method {method!r} on {n} samples with {workers} worker(s)",
+                       memory_budget)
+
+    config = {
+        "machine": machine, "huber_width": float(huber_width),
+        "svr_epsilon": float(svr_epsilon), "fit_intercept": machine_spec.fit_intercept,
+        "method": method, "order": order, "tol": float(tol),
+        "folds": "auto" if auto else "fixed", "epsilon": epsilon, "delta": delta,
+        "granularity": granularity, "random_state": random_state,
+        "memory_budget": memory_budget,
+    }
+    store = None
+    if checkpoint is not None:
+        key = fingerprint(X, y, fold_ids, {"config": config, "settings": settings,
+                                           "lams": setting_lams})
+        store = Checkpoint(checkpoint, key, len(settings))
+
+    parallel = workers > 1 or scheduler is not None
+    data = X if parallel else GramFactory(X, memory_budget=memory_budget)
+    shared = {"data": data, "y": y, "fold_ids": fold_ids, "config": config}
+
+    search_tic = time.perf_counter()
+    per_setting: dict[int, list[dict]] = dict(store.settings) if store else {}
+    todo = [i for i in range(len(settings)) if i not in per_setting]
+    tasks = [{"setting": settings[i], "lams": setting_lams[i]} for i in todo]
+    _report(progress, "search", len(per_setting), len(settings))
+    for position, records in run_tasks(evaluate_setting, tasks, shared=shared, n_jobs=n_jobs,
+                                       backend=backend, scheduler=scheduler):
+        index = todo[position]
+        per_setting[index] = records
+        if store is not None:
+            store.add_setting(index, records)
+        _report(progress, "search", len(per_setting), len(settings))
+    search_seconds = time.perf_counter() - search_tic
+
+    candidates = []
+    for index, setting in enumerate(settings):
+        for record in per_setting[index]:
+            candidates.append({"setting": index, **setting, "method": method,
+                               "order": order, **record, "exact_error": None})
+    for candidate in candidates:
+        candidate["status"] = "approximate" if method in APPROXIMATE else "exact"
+        if method not in APPROXIMATE:
+            candidate["exact_error"] = _error(candidate, average)
+        if average == "folds" and candidate["fold_errors"] is not None:
+            candidate["score"] = float(np.mean(candidate["fold_errors"]))
+
+    confirm_tic = time.perf_counter()
+    rechecked, confirmed = _safeguards(candidates, method, confirm, recheck_degenerate,
+                                       average, shared, config, store, n_jobs, backend,
+                                       scheduler, progress)
+    best_index = _choose(candidates, method, confirmed, rechecked)
+    _rank(candidates)
+    confirm_seconds = time.perf_counter() - confirm_tic
+    notes = []
+    if mapping is not None and set(mapping.values()) != {-1, 1}:
+        notes.append(f"labels {mapping[-1]!r}/{mapping[1]!r} mapped to -1/+1")
+    return SearchResult(
+        candidates=candidates, best_index=best_index, machine=machine, method=method,
+        kernel=kernel, param_name=param_name, metric=machine_spec.metric, n_samples=n,
+        folds="auto" if auto else int(fold_ids.max()) + 1, order=order,
+        confirmed=confirmed, rechecked=rechecked,
+        timings={"search_seconds": search_seconds, "confirm_seconds": confirm_seconds,
+                 "total_seconds": time.perf_counter() - total_tic},
+        label_mapping=mapping, notes=notes, config=config, fold_ids=fold_ids)
+
+
+def _report(progress, stage, done, total):
+    if progress is not None:
+        progress(stage, done, total)
+
+
+def _n_workers(n_jobs, backend, scheduler) -> int:
+    if scheduler is not None or backend == "dask":
+        return 1  # the cluster's memory, not ours
+    if n_jobs is None or backend == "sequential":
+        return 1
+    if n_jobs == -1:
+        import os
+
+        return os.cpu_count() or 1
+    return max(int(n_jobs), 1)
+
+
+def _error(candidate: dict, average: str):
+    if candidate["fold_errors"] is None:
+        return None
+    if average == "folds":
+        return float(np.mean(candidate["fold_errors"]))
+    return candidate["cv_error"]
+
+
+def _exact_value(result: dict, average: str) -> float:
+    if average == "folds":
+        return float(np.mean(result["fold_errors"]))
+    return float(result["cv_error"])
+
+
+def _safeguards(candidates, method, confirm, recheck_degenerate, average, shared, config,
+                store, n_jobs, backend, scheduler, progress):
+    """Exact refits of degenerate candidates, then of the best ``confirm`` candidates."""
+    if method not in APPROXIMATE:
+        return [], []
+    done = dict(store.confirmations) if store else {}
+
+    def run_exact(indices, stage):
+        todo = [i for i in indices if i not in done]
+        tasks = []
+        for i in todo:
+            candidate = candidates[i]
+            task_config = {**config, "n_folds": candidate["n_folds"]}
+            setting = {key: candidate[key] for key in ("kernel", "gamma", "degree", "coef0")
+                       if key in candidate}
+            tasks.append({"setting": setting, "lam": candidate["lam"],
+                          "config": task_config})
+        _report(progress, stage, len(indices) - len(todo), len(indices))
+        finished = len(indices) - len(todo)
+        shared_exact = {k: v for k, v in shared.items() if k != "config"}
+        for position, result in run_tasks(exact_candidate, tasks, shared=shared_exact,
+                                          n_jobs=n_jobs, backend=backend,
+                                          scheduler=scheduler):
+            done[todo[position]] = result
+            if store is not None:
+                store.add_confirmation(todo[position], result)
+            finished += 1
+            _report(progress, stage, finished, len(indices))
+        for i in indices:
+            candidates[i]["exact_error"] = _exact_value(done[i], average)
+            candidates[i]["exact_seconds"] = done[i]["seconds"]
+
+    rechecked = []
+    if recheck_degenerate:
+        rechecked = [i for i, c in enumerate(candidates) if c["degenerate"]]
+        if rechecked:
+            run_exact(rechecked, "recheck")
+            for i in rechecked:
+                candidates[i]["status"] = "rechecked"
+                if method != "gacv":
+                    candidates[i]["score"] = candidates[i]["exact_error"]
+    confirmed = []
+    if confirm > 0:
+        pool = [i for i in range(len(candidates))
+                if method != "gacv" or candidates[i]["status"] != "rechecked"]
+        pool.sort(key=lambda i: (candidates[i]["score"], i))
+        confirmed = sorted(pool[:confirm])
+        run_exact(confirmed, "confirm")
+        for i in confirmed:
+            candidates[i]["status"] = "confirmed"
+    for candidate in candidates:
+        if candidate["exact_error"] is not None and candidate["cv_error"] is None:
+            continue
+    return rechecked, confirmed
+
+
+def _choose(candidates, method, confirmed, rechecked) -> int:
+    """Best candidate: by exact error among the refit pool, else by score (ties: grid order)."""
+    if method in APPROXIMATE and confirmed:
+        pool = set(confirmed)
+        if method == "gacv":
+            pool |= set(rechecked)
+        return min(pool, key=lambda i: (candidates[i]["exact_error"], i))
+    return min(range(len(candidates)), key=lambda i: (candidates[i]["score"], i))
+
+
+def _rank(candidates):
+    """``rank`` 1 = best score (ties share the smallest rank, as in GridSearchCV)."""
+    scores = np.array([c["score"] for c in candidates], dtype=np.float64)
+    for c, score in zip(candidates, scores, strict=True):
+        c["rank"] = int(np.sum(scores < score)) + 1

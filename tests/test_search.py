@@ -1,0 +1,279 @@
+"""The grid-search driver against brute-force cross_validate on the same folds."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from kernelcv import cross_validate
+from kernelcv.criteria.evaluate import evaluate_lam
+from kernelcv.datasets import make_synthetic
+from kernelcv.exceptions import KernelCVError
+from kernelcv.kernels import make_kernel
+from kernelcv.machines import make_machine
+from kernelcv.selection.granularity import adaptive_tolerance, bound_rule
+from kernelcv.selection.grids import check_grid, default_gammas, default_lams, parse_grid
+from kernelcv.selection.search import grid_search
+from kernelcv.validation import make_folds
+
+GAMMAS = [0.02, 0.1, 0.5]
+LAMS = [1e-3, 1e-2, 1e-1]
+
+
+@pytest.fixture(scope="module")
+def binary():
+    X, y = make_synthetic(90, n_features=4, random_state=3)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def folds(binary):
+    X, y = binary
+    return make_folds(np.where(y > 0, 1.0, -1.0), 5, True, 0)
+
+
+def _brute(X, y, machine, folds, method="exact", **options):
+    return {(g, lam): cross_validate(X, y, machine, gamma=g, lam=lam, folds=folds,
+                                     method=method, **options)
+            for g in GAMMAS for lam in LAMS}
+
+
+@pytest.mark.parametrize("machine,method", [("krr", "exact"), ("krr", "closed-form"),
+                                            ("lssvm", "closed-form"), ("l2svm", "exact")])
+def test_exact_searches_equal_brute_force(binary, folds, machine, method):
+    X, y = binary
+    result = grid_search(X, y, machine, gammas=GAMMAS, lams=LAMS, method=method, folds=folds)
+    brute = _brute(X, y, machine, folds)
+    assert len(result.candidates) == len(GAMMAS) * len(LAMS)
+    for c in result.candidates:
+        assert c["score"] == pytest.approx(brute[(c["gamma"], c["lam"])].cv_error, rel=1e-8,
+                                           abs=1e-12)
+        assert c["status"] == "exact"
+    best_key = min(brute, key=lambda k: (brute[k].cv_error, GAMMAS.index(k[0]),
+                                         LAMS.index(k[1])))
+    if machine == "l2svm":  # 0-1 errors tie; the first in grid order wins
+        assert result.best["score"] == brute[best_key].cv_error
+    assert (result.best["gamma"], result.best["lam"]) == best_key or \
+        result.best["score"] == pytest.approx(brute[best_key].cv_error)
+    assert result.confirmed == [] and result.rechecked == []
+
+
+@pytest.mark.parametrize("machine", ["l2svm", "svm"])
+def test_bif_search_confirms_the_best_by_exact_refit(binary, folds, machine):
+    X, y = binary
+    result = grid_search(X, y, machine, gammas=GAMMAS, lams=LAMS, method="bif", order=3,
+                         folds=folds, confirm=3)
+    brute_exact = _brute(X, y, machine, folds)
+    brute_bif = _brute(X, y, machine, folds, method="bif", order=3)
+    assert len(result.confirmed) == 3
+    scores = [c["score"] for c in result.candidates]
+    # The confirmed candidates are the three best approximate scores (ties by grid order).
+    expected = sorted(sorted(range(len(scores)), key=lambda i: (scores[i], i))[:3])
+    assert result.confirmed == expected
+    for i, c in enumerate(result.candidates):
+        key = (c["gamma"], c["lam"])
+        assert c["score"] == pytest.approx(brute_bif[key].cv_error)
+        if i in result.confirmed:
+            assert c["status"] == "confirmed"
+            assert c["exact_error"] == pytest.approx(brute_exact[key].cv_error)
+        else:
+            assert c["status"] == "approximate" and c["exact_error"] is None
+    chosen = min(result.confirmed, key=lambda i: (result.candidates[i]["exact_error"], i))
+    assert result.best_index == chosen
+
+
+def test_safeguards_can_be_switched_off(binary, folds):
+    X, y = binary
+    result = grid_search(X, y, "l2svm", gammas=[1e4, 0.1], lams=LAMS, method="bif",
+                         folds=folds, confirm=0, recheck_degenerate=False)
+    assert result.confirmed == [] and result.rechecked == []
+    assert {c["status"] for c in result.candidates} == {"approximate"}
+    scores = [c["score"] for c in result.candidates]
+    assert result.best_index == int(np.argmin(scores))
+
+
+def test_degenerate_candidates_are_rechecked_exactly(binary, folds):
+    X, y = binary
+    result = grid_search(X, y, "l2svm", gammas=[1e4, 0.1], lams=LAMS, method="bif",
+                         folds=folds, confirm=0)
+    degenerate = [i for i, c in enumerate(result.candidates) if c["degenerate"]]
+    assert degenerate and result.rechecked == degenerate
+    for i in degenerate:
+        c = result.candidates[i]
+        assert c["gamma"] == 1e4 and c["status"] == "rechecked"
+        exact = cross_validate(X, y, "l2svm", gamma=1e4, lam=c["lam"], folds=folds)
+        assert c["score"] == pytest.approx(exact.cv_error)
+        assert c["exact_error"] == pytest.approx(exact.cv_error)
+    assert result.best["gamma"] == 0.1
+
+
+def test_folds_average_matches_mean_of_fold_errors(binary):
+    X, y = binary
+    folds = make_folds(np.where(y > 0, 1.0, -1.0), 7, True, 1)  # 90 = unequal folds
+    pooled = grid_search(X, y, "krr", gammas=GAMMAS, lams=LAMS, folds=folds)
+    mean = grid_search(X, y, "krr", gammas=GAMMAS, lams=LAMS, folds=folds, average="folds")
+    for a, b in zip(pooled.candidates, mean.candidates, strict=True):
+        assert b["score"] == pytest.approx(np.mean(a["fold_errors"]))
+        assert a["score"] == pytest.approx(
+            np.dot(a["fold_errors"], a["fold_sizes"]) / sum(a["fold_sizes"]))
+
+
+def test_poly_and_linear_grids(binary, folds):
+    X, y = binary
+    poly = grid_search(X, y, "krr", kernel="poly", degrees=[1, 2, 3], lams=[0.1], gamma=0.5,
+                       folds=folds)
+    assert poly.param_name == "degree"
+    for c in poly.candidates:
+        ref = cross_validate(X, y, "krr", kernel="poly", gamma=0.5, degree=c["degree"],
+                             lam=0.1, folds=folds)
+        assert c["score"] == pytest.approx(ref.cv_error, rel=1e-8)
+    linear = grid_search(X, y, "krr", kernel="linear", lams=LAMS, folds=folds)
+    assert linear.param_name is None and len(linear.candidates) == 3
+
+
+def test_auto_folds_follow_eq6_and_the_adaptive_order_is_accurate(binary):
+    X, y = binary
+    eps = 0.5
+    result = grid_search(X, y, "svm", gammas=[0.1], lams=[0.05, 0.2, 1.0], method="bif",
+                         folds="auto", epsilon=eps, confirm=1)
+    y_pm = np.where(y > 0, 1.0, -1.0)
+    K = make_kernel("rbf", 0.1)(X)
+    machine = make_machine("svm")
+    for c in result.candidates:
+        choice = bound_rule(eps, delta=0.01, lam=c["lam"], kappa=1.0, n_samples=90)
+        g = c["granularity"]
+        assert (c["n_folds"], g["n_folds"], g["order"]) == (choice.n_folds, choice.n_folds,
+                                                           choice.order)
+        assert c["order_used"] == g["order_adaptive"]
+        # The adaptive truncation is close to the series' limit (the Newton step).
+        fold_ids = make_folds(y_pm, choice.n_folds, True, 0)
+        fit = machine.fit(K, y_pm, c["lam"])
+        limit = evaluate_lam(K, y_pm, fold_ids, c["lam"], machine, "bif", order="inf")
+        used = evaluate_lam(K, y_pm, fold_ids, c["lam"], machine, "bif",
+                            order=c["order_used"] if c["order_used"] != "inf" else "inf")
+        assert fit is not None
+        assert np.max(np.abs(used.predictions - limit.predictions)) <= \
+            2 * adaptive_tolerance(eps, 0.01)
+    bound = grid_search(X, y, "svm", gammas=[0.1], lams=[0.2], method="bif", folds="auto",
+                        epsilon=eps, granularity="bound", confirm=0)
+    c = bound.candidates[0]
+    assert c["order_used"] == c["granularity"]["order"]
+
+
+def test_gacv_search_ranks_by_gacv_and_confirms(binary, folds):
+    X, y = binary
+    from kernelcv.criteria.gacv import gacv
+
+    result = grid_search(X, y, "svm", gammas=GAMMAS, lams=LAMS, method="gacv", folds=folds,
+                         confirm=2)
+    y_pm = np.where(y > 0, 1.0, -1.0)
+    machine = make_machine("svm")
+    for c in result.candidates:
+        K = make_kernel("rbf", c["gamma"])(X)
+        fit = machine.fit(K, y_pm, c["lam"])
+        assert c["score"] == pytest.approx(gacv(K, y_pm, fit, c["lam"], machine=machine),
+                                           rel=1e-6)
+        assert c["cv_error"] is None
+    assert len(result.confirmed) == 2
+    for i in result.confirmed:
+        c = result.candidates[i]
+        exact = cross_validate(X, y, "svm", gamma=c["gamma"], lam=c["lam"], folds=folds)
+        assert c["exact_error"] == pytest.approx(exact.cv_error)
+
+
+def test_parallel_backends_agree_with_sequential(binary, folds):
+    X, y = binary
+    serial = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds)
+    threads = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds, n_jobs=2,
+                          backend="threading")
+    loky = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds, n_jobs=2)
+    for other in (threads, loky):
+        assert [c["score"] for c in other.candidates] == \
+            pytest.approx([c["score"] for c in serial.candidates], abs=1e-12)
+        assert other.best_index == serial.best_index
+
+
+def test_dask_backend_on_a_local_cluster(binary, folds):
+    distributed = pytest.importorskip("distributed")
+    X, y = binary
+    serial = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster:
+        by_address = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds,
+                                 scheduler=cluster.scheduler_address)
+        with distributed.Client(cluster) as client:
+            by_client = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds,
+                                    backend="dask", scheduler=client)
+    for other in (by_address, by_client):
+        assert [c["score"] for c in other.candidates] == \
+            pytest.approx([c["score"] for c in serial.candidates], abs=1e-12)
+        assert other.best_index == serial.best_index
+        assert other.confirmed == serial.confirmed
+
+
+def test_checkpoint_resume_gives_the_same_result(binary, folds, tmp_path):
+    X, y = binary
+    path = tmp_path / "search.ckpt"
+    full = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds,
+                       checkpoint=path)
+    lines = path.read_text().splitlines()
+    assert len(lines) == 1 + len(GAMMAS) + 3  # header, settings, confirmations
+    # Keep the header and the first setting, plus half of the second line (a kill mid-write).
+    path.write_text("\n".join(lines[:2]) + "\n" + lines[2][: len(lines[2]) // 2])
+    calls = []
+    resumed = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds,
+                          checkpoint=path, progress=lambda *a: calls.append(a))
+    assert calls[0] == ("search", 1, len(GAMMAS))  # one setting came from the file
+    for a, b in zip(full.candidates, resumed.candidates, strict=True):
+        for key in ("gamma", "lam", "score", "exact_error", "status", "rank"):
+            assert a[key] == b[key]
+    assert full.best_index == resumed.best_index
+    for line in path.read_text().splitlines():
+        json.loads(line)  # every line whole again
+    with pytest.raises(KernelCVError, match="different search"):
+        grid_search(X, y, "l2svm", gammas=GAMMAS, lams=[0.5], folds=folds, checkpoint=path)
+
+
+def test_default_grids():
+    gammas = default_gammas()
+    assert len(gammas) == 21 and gammas[0] == pytest.approx(1 / (2 * 2.0**20))
+    assert gammas[-1] == pytest.approx(1 / (2 * 2.0**-20))
+    lams = default_lams(100)
+    assert len(lams) == 15 and lams[0] == pytest.approx(2**-3 / 100)
+    assert parse_grid("2^-2..2^1", "lam") == [0.25, 0.5, 1.0, 2.0]
+    assert parse_grid("0.1, 2^3,0.1", "lam") == [0.1, 8.0]
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"gammas": []}, "empty"),
+    ({"gammas": [0.1, -1.0]}, "> 0"),
+    ({"lams": [0.0]}, "> 0"),
+    ({"lams": [float("nan")]}, "> 0"),
+    ({"method": "closed-form", "machine": "svm"}, "closed-form"),
+    ({"method": "gacv", "machine": "l2svm"}, "gacv"),
+    ({"method": "nope"}, "unknown method"),
+    ({"folds": "auto", "method": "bif", "machine": "svm"}, "epsilon"),
+    ({"folds": "auto", "method": "bif", "machine": "svm", "epsilon": 0.005}, "too small"),
+    ({"folds": "auto", "method": "exact", "epsilon": 0.1}, "method='bif'"),
+    ({"epsilon": 0.1}, "only with folds='auto'"),
+    ({"folds": 500}, "folds"),
+    ({"confirm": -1}, "confirm"),
+    ({"degrees": [2]}, "degree"),
+])
+def test_bad_input_is_refused(binary, kwargs, match):
+    X, y = binary
+    options = {"machine": "krr", "gammas": [0.1], "lams": [0.1], **kwargs}
+    machine = options.pop("machine")
+    with pytest.raises(KernelCVError, match=match):
+        grid_search(X, y, machine, **options)
+
+
+def test_grid_checks():
+    with pytest.raises(KernelCVError, match="whole"):
+        check_grid([1.5], "degree", integer=True)
+    with pytest.raises(KernelCVError, match="range"):
+        parse_grid("2^3..4^5", "lam")
+    with pytest.raises(KernelCVError, match="number"):
+        parse_grid("abc", "lam")
