@@ -5,6 +5,8 @@ from .cv import cross_validate, cross_validate_path
 from .exceptions import KernelCVError, MemoryBudgetError
 from .kernels import GramFactory, Kernel, make_kernel
 from .machines import MACHINES, make_machine
+from .selection.search import SearchResult, grid_search
+from .selection.search_cv import KernelSearchCV
 
 __version__ = "0.1.0"
 
@@ -13,10 +15,13 @@ __all__ = [
     "GramFactory",
     "Kernel",
     "KernelCVError",
+    "KernelSearchCV",
     "MACHINES",
     "MemoryBudgetError",
+    "SearchResult",
     "cross_validate",
     "cross_validate_path",
+    "grid_search",
     "make_kernel",
     "make_machine",
 ]
