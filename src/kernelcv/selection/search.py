@@ -16,6 +16,7 @@ The driver never fits a machine itself.
 from __future__ import annotations
 
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -262,13 +263,14 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     todo = [i for i in range(len(settings)) if i not in per_setting]
     tasks = [{"setting": settings[i], "lams": setting_lams[i]} for i in todo]
     _report(progress, "search", len(per_setting), len(settings))
-    for position, records in run_tasks(evaluate_setting, tasks, shared=shared, n_jobs=n_jobs,
-                                       backend=backend, scheduler=scheduler):
-        index = todo[position]
-        per_setting[index] = records
-        if store is not None:
-            store.add_setting(index, records)
-        _report(progress, "search", len(per_setting), len(settings))
+    with closing(run_tasks(evaluate_setting, tasks, shared=shared, n_jobs=n_jobs,
+                           backend=backend, scheduler=scheduler)) as finished:
+        for position, records in finished:
+            index = todo[position]
+            per_setting[index] = records
+            if store is not None:
+                store.add_setting(index, records)
+            _report(progress, "search", len(per_setting), len(settings))
     search_seconds = time.perf_counter() - search_tic
 
     candidates = []
@@ -354,14 +356,14 @@ def _safeguards(candidates, method, confirm, recheck_degenerate, average, shared
         _report(progress, stage, len(indices) - len(todo), len(indices))
         finished = len(indices) - len(todo)
         shared_exact = {k: v for k, v in shared.items() if k != "config"}
-        for position, result in run_tasks(exact_candidate, tasks, shared=shared_exact,
-                                          n_jobs=n_jobs, backend=backend,
-                                          scheduler=scheduler):
-            done[todo[position]] = result
-            if store is not None:
-                store.add_confirmation(todo[position], result)
-            finished += 1
-            _report(progress, stage, finished, len(indices))
+        with closing(run_tasks(exact_candidate, tasks, shared=shared_exact, n_jobs=n_jobs,
+                               backend=backend, scheduler=scheduler)) as results:
+            for position, result in results:
+                done[todo[position]] = result
+                if store is not None:
+                    store.add_confirmation(todo[position], result)
+                finished += 1
+                _report(progress, stage, finished, len(indices))
         for i in indices:
             candidates[i]["exact_error"] = _exact_value(done[i], average)
             candidates[i]["exact_seconds"] = done[i]["seconds"]
@@ -384,9 +386,6 @@ def _safeguards(candidates, method, confirm, recheck_degenerate, average, shared
         run_exact(confirmed, "confirm")
         for i in confirmed:
             candidates[i]["status"] = "confirmed"
-    for candidate in candidates:
-        if candidate["exact_error"] is not None and candidate["cv_error"] is None:
-            continue
     return rechecked, confirmed
 
 
