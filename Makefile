@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo bench lint clean
+.PHONY: test test-slow demo bench bench-select lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,9 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_cv.py
+
+bench-select: $(STAMP)
+	$(PY) benchmarks/bench_select.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks

@@ -20,13 +20,14 @@ from .selection.search import METHODS
 DEFAULT_TOP = 5
 
 
-def _grid_arg(name, integer=False):
-    def parse(text):
-        try:
-            return parse_grid(text, name, integer=integer)
-        except KernelCVError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    return parse
+def _grid(text, option, name, integer=False):
+    """Parse a grid option; a bad grid is a one-line ``kernelcv: error:`` (exit 2)."""
+    if text is None:
+        return None
+    try:
+        return parse_grid(text, name, integer=integer)
+    except KernelCVError as exc:
+        raise KernelCVError(f"argument {option}: {exc}") from None
 
 
 def _folds_arg(text):
@@ -58,14 +59,14 @@ def add_arguments(parser, order_arg, budget_arg, data_help):
     grid = parser.add_argument_group(
         "grids (comma lists; 2^k powers; ranges like 2^-3..2^3)")
     widths = grid.add_mutually_exclusive_group()
-    widths.add_argument("--gamma-grid", type=_grid_arg("gamma"), metavar="G",
+    widths.add_argument("--gamma-grid", metavar="G",
                         help="rbf/laplace gamma values (default gamma = 1/(2 sigma^2), "
                              "sigma = 2^-10..2^10)")
-    widths.add_argument("--sigma-grid", type=_grid_arg("sigma"), metavar="S",
+    widths.add_argument("--sigma-grid", metavar="S",
                         help="rbf/laplace widths sigma, as gamma = 1/(2 sigma^2)")
-    grid.add_argument("--degree-grid", type=_grid_arg("degree", integer=True), metavar="D",
+    grid.add_argument("--degree-grid", metavar="D",
                       help="poly degrees (default 1..8)")
-    grid.add_argument("--lam-grid", type=_grid_arg("lam"), metavar="L",
+    grid.add_argument("--lam-grid", metavar="L",
                       help="lam values (default 2^i/n, i = -3..11)")
     grid.add_argument("--gamma", type=float, metavar="G",
                       help="fixed gamma of the poly kernel (default 1)")
@@ -78,7 +79,7 @@ def add_arguments(parser, order_arg, budget_arg, data_help):
                              "BIF order from --epsilon")
     source.add_argument("--fold-ids", metavar="FILE",
                         help="file with one fold id per training sample")
-    cv.add_argument("--seed", type=int, default=0, metavar="S",
+    cv.add_argument("--seed", type=int, metavar="S",
                     help="seed of the fold assignment (default 0)")
     cv.add_argument("--method", choices=METHODS,
                     help="default: closed-form for krr/lssvm, bif otherwise")
@@ -151,20 +152,30 @@ def run_command(args, parser):
         parser.error("argument --confirm: must be >= 0")
     if args.n_jobs == 0:
         parser.error("argument --n-jobs: must not be 0")
-    gammas = args.gamma_grid
+    if args.top < 0:
+        parser.error("argument --top: must be >= 0")
+    if args.seed is not None and args.fold_ids is not None:
+        parser.error("argument --seed: not allowed with argument --fold-ids")
+    if args.gamma is not None and args.kernel in ("rbf", "laplace"):
+        raise KernelCVError(f"--gamma fixes the gamma of the poly kernel; for the "
+                            f"{args.kernel} kernel give --gamma-grid (or --sigma-grid)")
+    gammas = _grid(args.gamma_grid, "--gamma-grid", "gamma")
     if args.sigma_grid is not None:
-        gammas = [sigma_to_gamma(s) for s in args.sigma_grid]
+        gammas = [sigma_to_gamma(s) for s in _grid(args.sigma_grid, "--sigma-grid", "sigma")]
+    degrees = _grid(args.degree_grid, "--degree-grid", "degree", integer=True)
+    lams = _grid(args.lam_grid, "--lam-grid", "lam")
     progress = _Progress(not args.no_progress)
     try:
         return run_select(
             args.data, machine=args.machine, kernel=args.kernel, method=args.method,
             folds=args.folds, fold_ids=args.fold_ids, epsilon=args.epsilon,
             granularity=args.granularity, order=args.order, gammas=gammas,
-            degrees=args.degree_grid, lams=args.lam_grid, gamma=args.gamma,
+            degrees=degrees, lams=lams, gamma=args.gamma,
             coef0=args.coef0, huber_width=args.huber_width, svr_epsilon=args.svr_epsilon,
             fit_intercept=False if args.no_intercept else None,
             confirm=0 if args.no_safeguards else args.confirm,
-            recheck_degenerate=not args.no_safeguards, seed=args.seed, test=args.test,
+            recheck_degenerate=not args.no_safeguards,
+            seed=0 if args.seed is None else args.seed, test=args.test,
             out=args.out, plot=args.plot, checkpoint=args.checkpoint, n_jobs=args.n_jobs,
             scheduler=args.scheduler, memory_budget=args.memory_budget, progress=progress)
     finally:
@@ -186,7 +197,8 @@ def render(report, top=DEFAULT_TOP):
         ("data", f"{report['data']}  ({report['n_samples']} samples)"),
         ("machine", f"{report['machine']}, {report['kernel']} kernel"),
         ("method", method),
-        ("folds", str(report["folds"])),
+        ("folds", f"{report['folds']}  (from {report['fold_ids']})" if report.get("fold_ids")
+         else f"{report['folds']}  (shuffled, seed {report.get('seed')})"),
         ("candidates", f"{n_candidates}  ({_seconds(timings['total_seconds'])} total, "
                        f"{_seconds(timings['search_seconds'])} search, "
                        f"{_seconds(timings['confirm_seconds'])} safeguards)"),

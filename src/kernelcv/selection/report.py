@@ -74,8 +74,14 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     if test is not None:
         X_test, y_test = load_data(test)
         X_test = _match_features(X_test, X.shape[1], test)
+        y_test = _check_test_data(X_test, y_test, X, y, machine, huber_width, svr_epsilon,
+                                  fit_intercept, test)
+    fold_path = None
     if fold_ids is not None:
+        fold_path = str(fold_ids)
         folds = read_fold_ids(fold_ids, y.shape[0])
+        seed = None
+    auto = isinstance(folds, str) and folds == "auto"
 
     result = grid_search(
         X, y, machine, kernel=kernel, gammas=gammas, degrees=degrees, lams=lams, gamma=gamma,
@@ -87,8 +93,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         memory_budget=memory_budget)
     report = result.to_dict()
     report.update({"data": str(data), "test": None if test is None else str(test),
-                   "seed": seed, "epsilon": epsilon,
-                   "granularity": granularity if folds == "auto" else None})
+                   "fold_ids": fold_path, "seed": seed, "epsilon": epsilon,
+                   "granularity": granularity if auto else None})
     best = result.best
     report["best_cv_error"] = best["exact_error"] if best["exact_error"] is not None \
         else best["cv_error"]
@@ -106,6 +112,9 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         plot_tic = time.perf_counter()
         outputs.update(_figures(result, X, y, memory_budget, progress))
         report["timings"]["plot_seconds"] = time.perf_counter() - plot_tic
+        if not outputs:
+            report["notes"].append(f"--plot: the {kernel} kernel has no parameter to plot "
+                                   "against; no figures written")
     report["timings"]["total_seconds"] = time.perf_counter() - tic
     if out is not None:
         names = [*outputs, REPORT_NAME]
@@ -139,6 +148,8 @@ def _check_writable_folder(out):
         target = path
     else:
         target = os.path.dirname(path)
+        if os.path.exists(target) and not os.path.isdir(target):
+            raise KernelCVError(f"--out {out}: {target} is a file, not a folder")
         if not os.path.isdir(target):
             raise KernelCVError(f"--out {out}: the parent folder {target} does not exist")
     if not os.access(target, os.W_OK | os.X_OK):
@@ -158,8 +169,43 @@ def _match_features(X_test, n_features, path):
         f"{path}: test data has {d} features but the training data has {n_features}")
 
 
+def _check_test_data(X_test, y_test, X, y, machine, huber_width, svr_epsilon,
+                     fit_intercept, path):
+    """Check the test data before the search: finite values and known labels.
+
+    Returns the test targets as float64 for a regression machine, unchanged otherwise.
+    """
+    spec = make_machine(machine, huber_width=huber_width, epsilon=svr_epsilon,
+                        fit_intercept=fit_intercept)
+    values = X_test.data if sp.issparse(X_test) else np.asarray(X_test)
+    if not np.all(np.isfinite(values)):
+        raise KernelCVError(f"{path}: the test data contain NaN or infinite values")
+    y_test = np.asarray(y_test)
+    if y_test.ndim != 1 or y_test.shape[0] != X_test.shape[0]:
+        raise KernelCVError(f"{path}: the test data have {X_test.shape[0]} samples but "
+                            f"{y_test.size} targets")
+    if not spec.is_classifier:
+        try:
+            y_test = y_test.astype(np.float64)
+        except (TypeError, ValueError):
+            raise KernelCVError(f"{path}: test targets must be numeric for a regression "
+                                "machine") from None
+        if not np.all(np.isfinite(y_test)):
+            raise KernelCVError(f"{path}: the test targets contain NaN or infinite values")
+        return y_test
+    _, _, mapping = check_data(X, y, True)
+    known = set(mapping.values())
+    unknown = [v.item() if hasattr(v, "item") else v for v in np.unique(y_test)
+               if v not in known]
+    if unknown:
+        raise KernelCVError(f"{path}: test labels {unknown[:3]} do not occur in the "
+                            "training data")
+    return y_test
+
+
 def _test_error(result, X, y, X_test, y_test, machine, huber_width, svr_epsilon,
                 fit_intercept, memory_budget):
+    """Refit the best candidate on all training data with its estimator; its test error."""
     spec = make_machine(machine, huber_width=huber_width, epsilon=svr_epsilon,
                         fit_intercept=fit_intercept)
     options = {}
@@ -172,16 +218,9 @@ def _test_error(result, X, y, X_test, y_test, machine, huber_width, svr_epsilon,
     params = {k: v for k, v in result.best_params.items() if k != "kernel"}
     estimator = ESTIMATORS[machine](kernel=result.best["kernel"], memory_budget=memory_budget,
                                     **params, **options)
-    _, y_train, mapping = check_data(X, y, spec.is_classifier)
-    if spec.is_classifier:
-        labels = np.asarray(y_test)
-        known = set(mapping.values())
-        unknown = [v for v in np.unique(labels) if v not in known]
-        if unknown:
-            raise KernelCVError(f"test labels {unknown[:3]} do not occur in the training data")
-        estimator.fit(X, y)
-        return float(np.mean(estimator.predict(X_test) != labels))
     estimator.fit(X, y)
+    if spec.is_classifier:
+        return float(np.mean(estimator.predict(X_test) != np.asarray(y_test)))
     return float(np.mean((estimator.predict(X_test) - np.asarray(y_test, float)) ** 2))
 
 
@@ -248,10 +287,13 @@ def _png(fig) -> bytes:
 
 def _write_all(out, outputs: dict[str, bytes]):
     """Write every file to a temporary name first, then move them all into place."""
+    from ..plotting import _new_file_mode
+
     folder = os.fspath(out)
-    os.makedirs(folder, exist_ok=True)
+    mode = _new_file_mode()
     staged = []
     try:
+        os.makedirs(folder, exist_ok=True)
         for name, payload in outputs.items():
             handle = tempfile.NamedTemporaryFile(dir=folder, prefix=f".{name}.", delete=False)
             staged.append((handle.name, os.path.join(folder, name)))
@@ -259,11 +301,15 @@ def _write_all(out, outputs: dict[str, bytes]):
                 handle.write(payload)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.chmod(handle.name, 0o644)
+            os.chmod(handle.name, mode)
         for temporary, final in staged:
             os.replace(temporary, final)
-    except OSError as exc:
+    except BaseException as exc:
         for temporary, _ in staged:
-            if os.path.exists(temporary):
+            try:
                 os.remove(temporary)
-        raise KernelCVError(f"cannot write to {folder}: {exc.strerror or exc}") from None
+            except OSError:
+                pass
+        if isinstance(exc, OSError):
+            raise KernelCVError(f"cannot write to {folder}: {exc.strerror or exc}") from None
+        raise
