@@ -7,6 +7,7 @@ command-line options into its arguments and its report into text.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from .exceptions import KernelCVError
@@ -24,6 +25,16 @@ def _grid(text, option, name, integer=False):
     """Parse a grid option; a bad grid is a one-line ``kernelcv: error:`` (exit 2)."""
     if text is None:
         return None
+    if integer:  # plain integer ranges such as 1..8 (parse_grid knows power ranges only)
+        items = []
+        for item in str(text).split(","):
+            match = re.fullmatch(r"\s*(\d+)\s*\.\.\s*(\d+)\s*", item)
+            if match and int(match.group(1)) <= int(match.group(2)):
+                items.extend(str(v) for v in range(int(match.group(1)),
+                                                   int(match.group(2)) + 1))
+            else:
+                items.append(item)
+        text = ",".join(items)
     try:
         return parse_grid(text, name, integer=integer)
     except KernelCVError as exc:
@@ -65,7 +76,7 @@ def add_arguments(parser, order_arg, budget_arg, data_help):
     widths.add_argument("--sigma-grid", metavar="S",
                         help="rbf/laplace widths sigma, as gamma = 1/(2 sigma^2)")
     grid.add_argument("--degree-grid", metavar="D",
-                      help="poly degrees (default 1..8)")
+                      help="poly degrees, e.g. 1..8 or 2,3,5 (default 1..8)")
     grid.add_argument("--lam-grid", metavar="L",
                       help="lam values (default 2^i/n, i = -3..11)")
     grid.add_argument("--gamma", type=float, metavar="G",

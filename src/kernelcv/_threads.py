@@ -39,3 +39,21 @@ def separate_blas_pools():
         return
     with controller.select(filepath=numpy_pools).limit(limits=1):
         yield
+
+
+# Below this many samples one BLAS thread is faster than several: the matrices are too
+# small to split, and on a busy machine spinning pool threads made a 300-sample grid
+# search ~100x slower (measured on the 2-core development machine).
+SINGLE_THREAD_BELOW = 1500
+
+
+@contextlib.contextmanager
+def blas_threads_for(n_samples: int):
+    """One BLAS thread for every pool on small problems; else :func:`separate_blas_pools`."""
+    if n_samples >= SINGLE_THREAD_BELOW:
+        with separate_blas_pools():
+            yield
+        return
+    controller, _ = _controller_and_numpy_pools()
+    with controller.limit(limits=1, user_api="blas"):
+        yield

@@ -108,7 +108,7 @@ class Command:
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace, argparse.ArgumentParser], dict]
-    render: Callable[[dict], str]
+    render: Callable[[dict, argparse.Namespace], str]
 
 
 def _order_arg(text):
@@ -184,7 +184,7 @@ def _run_cv_command(args, parser):
         method=args.method, order=args.order, memory_budget=args.memory_budget)
 
 
-def _render_cv(summary):
+def _render_cv(summary, args=None):
     params = dict(summary.get("params") or {})
     machine = params.pop("machine", "?")
     kernel = params.pop("kernel", "?")
@@ -242,7 +242,7 @@ COMMANDS = (
             _add_cv_arguments, _run_cv_command, _render_cv),
     Command("select", "choose the kernel parameter and lam by (approximate) CV",
             _add_select_arguments, _cli_select.run_command,
-            lambda report: _cli_select.render(report)),
+            lambda report, args: _cli_select.render(report, top=args.top)),
 )
 
 
@@ -382,9 +382,10 @@ def main(argv=None) -> int:
         if not str(note).startswith("degenerate"):
             _say("note", note)
     if args.json:
-        for problem in _problems(summary):
-            _say("warning", problem)
+        if command.name == "cv":
+            for problem in _problems(summary):
+                _say("warning", problem)
         print(json.dumps(_jsonable(summary), indent=2, allow_nan=False))
     else:
-        print(command.render(summary))
+        print(command.render(summary, args))
     return EXIT_OK

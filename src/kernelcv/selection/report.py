@@ -50,7 +50,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     out : folder for ``report.json`` and, with ``plot``, ``cv_heatmap.png`` (CV error
         over kernel parameter x lam) and ``cv_curve.png`` (CV error along the kernel
         parameter at the best lam, for the search's method and exact refit CV).
-    fold_ids : file with one fold id per training sample (instead of ``folds``).
+    fold_ids : file with one fold id per training sample (instead of ``folds``; ``seed``
+        is then unused and reported as None).
     Other parameters: as :func:`kernelcv.selection.search.grid_search`.
 
     Returns

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from .._threads import separate_blas_pools
+from .._threads import blas_threads_for
 from ..criteria.closed_form import ClosedFormCV
 from ..criteria.evaluate import evaluate_lam
 from ..criteria.result import DEGENERATE_RATIO, heldout_ratio
@@ -80,7 +80,7 @@ def evaluate_setting(data, y, fold_ids, setting: dict, lams, config: dict) -> li
     """
     machine = machine_from_config(config)
     method = config["method"]
-    with separate_blas_pools():
+    with blas_threads_for(y.shape[0]):
         tic = time.perf_counter()
         K = gram_for_setting(data, setting, config["memory_budget"])
         kappa = float(np.max(np.diag(K)))
@@ -163,7 +163,7 @@ def exact_candidate(data, y, fold_ids, setting: dict, lam: float, config: dict) 
     same seeded fold assignment as its approximate value.
     """
     machine = machine_from_config(config)
-    with separate_blas_pools():
+    with blas_threads_for(y.shape[0]):
         tic = time.perf_counter()
         K = gram_for_setting(data, setting, config["memory_budget"])
         if config["folds"] == "auto":
