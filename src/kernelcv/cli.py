@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _cli_select
+from . import _cli_hypothetical, _cli_select
 from .cv import METHODS, cross_validate, parse_order
 from .datasets import SUPPORTED_FORMATS, load_data, read_fold_ids
 from .exceptions import KernelCVError
@@ -243,6 +243,9 @@ COMMANDS = (
     Command("select", "choose the kernel parameter and lam by (approximate) CV",
             _add_select_arguments, _cli_select.run_command,
             lambda report, args: _cli_select.render(report, top=args.top)),
+    Command("hypothetical", "non-enumerative (hypothetical) CV for ridge, SVM, elastic-net SVM",
+            _cli_hypothetical.add_arguments, _cli_hypothetical.run_command,
+            lambda report, args: _cli_hypothetical.render(report)),
 )
 
 

@@ -1,0 +1,87 @@
+"""The ``kernelcv hypothetical`` subcommand: options and the readable summary.
+
+The work is done by :func:`kernelcv.hypothetical.report.run_hypothetical`; this module
+only turns options into its arguments and its report into text.
+"""
+
+from __future__ import annotations
+
+from .exceptions import KernelCVError
+from .hypothetical.report import MODELS, run_hypothetical
+from .selection.grids import parse_grid
+
+
+def add_arguments(parser):
+    """Declare the options of ``kernelcv hypothetical``."""
+    parser.add_argument("data", metavar="DATA", help="training data file")
+    parser.add_argument("--model", choices=MODELS, default="enet",
+                        help="ridge (lam path), svm (C values) or enet (mu path, default)")
+    parser.add_argument("--mu-grid", metavar="M", help="mu values for enet (e.g. 2^-4..2^4)")
+    parser.add_argument("--C", default="1", metavar="C",
+                        help="C value(s), comma list (default 1; enet uses the first)")
+    parser.add_argument("--lam-grid", metavar="L", help="lam values for ridge")
+    parser.add_argument("--noise-var", type=float, default=0.5, metavar="S2",
+                        help="s2 in the penalty 2 s2 d (default 0.5, the paper's form)")
+    parser.add_argument("--no-loo", action="store_true",
+                        help="enet: skip the exact LOO reference (n refits per mu)")
+    parser.add_argument("--out", metavar="DIR", help="write report.json (and the plot) here")
+    parser.add_argument("--plot", action="store_true", help="with --out: hypothetical.png")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _grid(text, option, name):
+    if text is None:
+        return None
+    try:
+        return parse_grid(text, name)
+    except KernelCVError as exc:
+        raise KernelCVError(f"argument {option}: {exc}") from None
+
+
+def run_command(args, parser):
+    """Turn the parsed options into a :func:`run_hypothetical` call."""
+    if args.plot and args.out is None:
+        parser.error("argument --plot: requires --out DIR")
+    return run_hypothetical(
+        args.data, model=args.model, mus=_grid(args.mu_grid, "--mu-grid", "mu"),
+        Cs=_grid(args.C, "--C", "C"), lams=_grid(args.lam_grid, "--lam-grid", "lam"),
+        noise_var=args.noise_var, loo=not args.no_loo, out=args.out, plot=args.plot)
+
+
+def render(report):
+    """The readable summary: data, model, chosen structural parameter and the path."""
+    lines = [f"data      {report['data']}  ({report['n_samples']} samples, "
+             f"{report['n_features']} features)",
+             f"model     {report['model']}  ({report['seconds']:.3g} s)"]
+    if report["model"] == "ridge":
+        lines.append(f"best lam  {report['best_lam']:.4g}  (LOO: {report['best_lam_loo']:.4g})")
+        header, rows = ("lam", "criterion", "d", "LOO MSE", "GCV"), zip(
+            report["lams"], report["criterion"], report["effective_dimension"],
+            report["loo_mse"], report["gcv"], strict=True)
+    elif report["model"] == "svm":
+        lines.append(f"best C    {report['best_C']:.4g}")
+        header = ("C", "criterion", "d", "n_support", "train err")
+        rows = [(c["C"], c["criterion"], c["effective_dimension"], c["n_support"],
+                 c["train_error"]) for c in report["candidates"]]
+    else:
+        loo = report["loo_error"] or [None] * len(report["mus"])
+        lines.append(f"best mu   {report['best_mu']:.4g}  ({len(report['best_relevant'])} "
+                     f"relevant features; LOO choice: {report['best_mu_loo']})")
+        lines += [f"note      {note}" for note in report["notes"]]
+        header = ("mu", "criterion", "d", "relevant", "LOO err")
+        rows = zip(report["mus"], report["criterion"], report["effective_dimension"],
+                   report["n_relevant"], loo, strict=True)
+    lines += [f"wrote     {path}" for path in report["files"]]
+    lines.append("")
+    lines.append("  ".join(f"{h:>10}" for h in header))
+    for row in rows:
+        lines.append("  ".join(f"{_num(v):>10}" for v in row))
+    return "\n".join(lines)
+
+
+def _num(value):
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)

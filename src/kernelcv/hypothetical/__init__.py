@@ -1,0 +1,47 @@
+"""Non-enumerative ("hypothetical") cross-validation: Chernousova, Levdik, Tatarchuk,
+Mottl and Windridge, "Non-enumerative cross validation for the determination of
+structural parameters in feature-selective SVMs".
+
+A criterion ``training loss + 2 s2 * effective dimension`` replaces refits for ridge
+regression (:mod:`.ridge`), the squared-hinge SVM (:mod:`.svm`), the elastic-net SVM that
+selects features (:mod:`.elastic_net`) and the relevance-object machine (:mod:`.relevance`).
+"""
+
+from .elastic_net import enet_objective, enet_svm_path, fit_enet_svm, mu_max
+from .relevance import rbf_similarities, relevance_path, secondary_features
+from .report import MODELS, path_figure, run_hypothetical
+from .ridge import (
+    effective_dimension,
+    estimate_noise_var,
+    ridge_criterion,
+    ridge_fit,
+    ridge_path,
+)
+from .svm import (
+    fit_squared_hinge_svm,
+    squared_hinge_objective,
+    support_effective_dimension,
+    svm_criterion,
+)
+
+__all__ = [
+    "MODELS",
+    "effective_dimension",
+    "enet_objective",
+    "enet_svm_path",
+    "estimate_noise_var",
+    "fit_enet_svm",
+    "fit_squared_hinge_svm",
+    "mu_max",
+    "path_figure",
+    "rbf_similarities",
+    "relevance_path",
+    "ridge_criterion",
+    "ridge_fit",
+    "ridge_path",
+    "run_hypothetical",
+    "secondary_features",
+    "squared_hinge_objective",
+    "support_effective_dimension",
+    "svm_criterion",
+]
