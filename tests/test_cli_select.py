@@ -531,3 +531,18 @@ def test_checkpoint_survives_kill_9(tmp_path):
     for a, b in zip(resumed["candidates"], uninterrupted["candidates"], strict=True):
         for key in ("gamma", "lam", "score", "exact_error", "status", "rank"):
             assert a[key] == b[key], key
+
+
+def test_curve_orders_are_bif_cv_values():
+    """The low-order curves of cv_curve.png are BIF CV errors on the search's folds."""
+    from kernelcv import cross_validate, grid_search
+    from kernelcv.selection.report import _bif_along
+
+    X, y = make_synthetic(80, n_features=4, random_state=5)
+    result = grid_search(X, y, "l2svm", gammas=[0.05, 0.5], lams=[0.01], folds=4)
+    for order in (1, 3):
+        values = _bif_along(result, result.candidates, order, X, y, None)
+        for c, value in zip(result.candidates, values, strict=True):
+            ref = cross_validate(X, y, "l2svm", gamma=c["gamma"], lam=c["lam"],
+                                 folds=result.fold_ids, method="bif", order=order)
+            assert value == pytest.approx(ref.cv_error)

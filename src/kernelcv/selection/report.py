@@ -27,11 +27,12 @@ from ..validation import check_data
 from .backends import run_tasks
 from .search import APPROXIMATE, grid_search
 from .search_cv import ESTIMATORS
-from .tasks import exact_candidate
+from .tasks import evaluate_setting, exact_candidate
 
 REPORT_NAME = "report.json"
 HEATMAP_NAME = "cv_heatmap.png"
 CURVE_NAME = "cv_curve.png"
+CURVE_ORDERS = (1, 3)  # BIF orders drawn in the CV-curve figure
 
 
 def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=None,
@@ -251,11 +252,33 @@ def _figures(result, X, y, memory_budget, progress) -> dict[str, bytes]:
         if result.method in APPROXIMATE:
             curves["exact"] = ([c[param] for c in at_best],
                                _exact_along(result, at_best, X, y, memory_budget, progress))
+        if result.config.get("folds") == "fixed":
+            # Like Fig. 1 of the BIF paper: low truncation orders against the exact curve.
+            for order in CURVE_ORDERS:
+                if result.method == "bif" and result.order == order:
+                    continue
+                curves[f"bif r={order}"] = ([c[param] for c in at_best], _bif_along(
+                    result, at_best, order, X, y, memory_budget))
         fig = cv_curve_figure(curves, param=param, best_lam=best["lam"],
                               metric_label=f"CV {metric}",
                               title=f"{result.machine}: CV along {param}")
         figures[CURVE_NAME] = _png(fig)
     return figures
+
+
+def _bif_along(result, candidates, order, X, y, memory_budget):
+    """BIF CV error of order ``order`` for each candidate (one fit + r terms each)."""
+    spec = make_machine(result.machine)
+    _, y_pm, _ = check_data(X, y, spec.is_classifier)
+    config = {**result.config, "method": "bif", "order": order}
+    factory = GramFactory(X, memory_budget=memory_budget)
+    values = []
+    for c in candidates:
+        setting = {k: c[k] for k in ("kernel", "gamma", "degree", "coef0") if k in c}
+        record = evaluate_setting(factory, y_pm, result.fold_ids, setting, [c["lam"]],
+                                  config)[0]
+        values.append(record["cv_error"])
+    return values
 
 
 def _exact_along(result, candidates, X, y, memory_budget, progress):
