@@ -289,3 +289,16 @@ def test_grid_checks():
         parse_grid("2^3..4^5", "lam")
     with pytest.raises(KernelCVError, match="number"):
         parse_grid("abc", "lam")
+
+
+def test_checkpoint_torn_header_and_memory_budget(binary, folds, tmp_path):
+    X, y = binary
+    path = tmp_path / "search.ckpt"
+    path.write_text('{"kernelcv_checkpoint": 1, "finger')  # killed while writing line 1
+    first = grid_search(X, y, "krr", gammas=GAMMAS, lams=LAMS, folds=folds, checkpoint=path)
+    header = json.loads(path.read_text().splitlines()[0])
+    assert header["n_settings"] == len(GAMMAS)
+    # A different memory budget does not change results, so resuming is allowed.
+    again = grid_search(X, y, "krr", gammas=GAMMAS, lams=LAMS, folds=folds, checkpoint=path,
+                        memory_budget="4G")
+    assert [c["score"] for c in again.candidates] == [c["score"] for c in first.candidates]

@@ -65,11 +65,19 @@ class Checkpoint:
         self.key = key
         self.settings: dict[int, list[dict]] = {}
         self.confirmations: dict[int, dict] = {}
-        if os.path.exists(self.path) and os.path.getsize(self.path) > 0:
+        self.n_settings = n_settings
+        if os.path.exists(self.path) and self._has_header():
             self._read()
         else:
             self._write_header(n_settings)
 
+    def _has_header(self) -> bool:
+        """False for an empty file or one killed while its first line was written."""
+        try:
+            with open(self.path, "rb") as handle:
+                return b"\n" in handle.read(4096)
+        except OSError:
+            return True  # let _read report the problem
     def _write_header(self, n_settings):
         header = {"kernelcv_checkpoint": FORMAT_VERSION, "fingerprint": self.key,
                   "n_settings": n_settings}
@@ -119,7 +127,7 @@ class Checkpoint:
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(json.dumps({"kernelcv_checkpoint": FORMAT_VERSION,
                                      "fingerprint": self.key,
-                                     "n_settings": len(self.settings)}) + "\n")
+                                     "n_settings": self.n_settings}) + "\n")
             for index, records in self.settings.items():
                 handle.write(json.dumps({"setting": index, "records": records}) + "\n")
             for index, exact in self.confirmations.items():

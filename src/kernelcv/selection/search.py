@@ -255,7 +255,9 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     }
     store = None
     if checkpoint is not None:
-        key = fingerprint(X, y, fold_ids, {"config": config, "settings": settings,
+        # The memory budget does not change results, so it may differ on resume.
+        identity = {k: v for k, v in config.items() if k != "memory_budget"}
+        key = fingerprint(X, y, fold_ids, {"config": identity, "settings": settings,
                                            "lams": setting_lams})
         store = Checkpoint(checkpoint, key, len(settings))
 
