@@ -32,6 +32,7 @@ from .exceptions import KernelCVError
 from .kernels import KERNELS
 from .machines import CLASSIFIERS, MACHINES
 from .memory import parse_bytes
+from .selection.report import jsonable
 
 __all__ = ["build_parser", "main", "run_cv"]
 
@@ -297,17 +298,7 @@ def _problems(summary):
     return problems
 
 
-def _jsonable(value):
-    """Plain JSON types; non-finite floats become null so the output stays valid JSON."""
-    if isinstance(value, dict):
-        return {str(key): _jsonable(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(item) for item in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+_jsonable = jsonable  # plain JSON types; non-finite floats become null
 
 
 # --------------------------------------------------------------------------------------

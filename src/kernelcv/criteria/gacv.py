@@ -18,6 +18,7 @@ import numpy as np
 from ..exceptions import KernelCVError
 from ..machines import Machine, make_machine
 from ..machines.solver import FitResult
+from ..validation import check_positive
 
 # Largest accepted |2 n lam alpha_j + g_j| of the fit handed to gacv (g_j = loss'(y_j, F_j)
 # is in [-1, 1] for the hinge). A converged fit is at 1e-10 or below; a fit made with
@@ -215,13 +216,7 @@ def _check_problem(K, y) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_lam(lam) -> float:
-    try:
-        value = float(lam)
-    except (TypeError, ValueError):
-        raise KernelCVError(f"lam must be a positive number, got {lam!r}") from None
-    if not np.isfinite(value) or value <= 0:
-        raise KernelCVError(f"lam must be a positive finite number, got {lam!r}")
-    return value
+    return check_positive("lam", lam)
 
 
 def _check_fit(fit, n) -> tuple[np.ndarray, np.ndarray]:
