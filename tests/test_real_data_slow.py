@@ -47,3 +47,15 @@ def test_bif_tracks_exact_cv_on_heart_grid(machine):
         for e, b in zip(exact, bif, strict=True):
             # within three misclassified samples of the exact CV error
             assert abs(e.cv_error - b.cv_error) <= 3 / n, (gamma, e.params["lam"])
+
+
+@pytest.mark.parametrize("name", ["ionosphere_scale.svm", "breast-cancer_scale.svm"])
+def test_safeguarded_bif_search_picks_the_exact_search_choice(name):
+    """Full default grid on half the data: BIF + safeguards chooses what exact CV chooses."""
+    X, y = load(name)
+    half = np.arange(X.shape[0]) % 2 == 0
+    X, y = X[half], y[half]
+    ids = kc.validation.make_folds(np.where(y > np.min(y), 1.0, -1.0), 10, True, 0)
+    exact = kc.grid_search(X, y, "l2svm", folds=ids, method="exact")
+    bif = kc.grid_search(X, y, "l2svm", folds=ids, method="bif")
+    assert bif.best["exact_error"] == pytest.approx(exact.best["score"])
