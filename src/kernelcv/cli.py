@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -379,7 +380,12 @@ def main(argv=None) -> int:
         if command.name == "cv":
             for problem in _problems(summary):
                 _say("warning", problem)
-        print(json.dumps(_jsonable(summary), indent=2, allow_nan=False))
+        text = json.dumps(_jsonable(summary), indent=2, allow_nan=False)
     else:
-        print(command.render(summary, args))
+        text = command.render(summary, args)
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. `kernelcv select ... | head`: the reader left early
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return EXIT_OK
