@@ -97,9 +97,6 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     report.update({"data": str(data), "test": None if test is None else str(test),
                    "fold_ids": fold_path, "seed": seed, "epsilon": epsilon,
                    "granularity": granularity if auto else None})
-    best = result.best
-    report["best_cv_error"] = best["exact_error"] if best["exact_error"] is not None \
-        else best["cv_error"]
 
     report["test_error"] = None
     if test is not None:

@@ -90,6 +90,12 @@ class SearchResult:
         keys = ["kernel", "gamma", "degree", "coef0", "lam"]
         return {key: best[key] for key in keys if key in best}
 
+    @property
+    def best_cv_error(self):
+        """The chosen candidate's CV error: exact where it was refit, else approximate."""
+        best = self.best
+        return best["exact_error"] if best["exact_error"] is not None else best["cv_error"]
+
     def to_dict(self) -> dict:
         """JSON-able summary (no arrays)."""
         return {
@@ -97,8 +103,7 @@ class SearchResult:
             "param_name": self.param_name, "metric": self.metric, "n_samples": self.n_samples,
             "folds": self.folds, "order": self.order, "best_index": self.best_index,
             "best_params": self.best_params, "best_score": self.best["score"],
-            "best_cv_error": self.best.get("exact_error", self.best["cv_error"])
-            if self.best.get("exact_error") is not None else self.best["cv_error"],
+            "best_cv_error": self.best_cv_error,
             "confirmed": self.confirmed, "rechecked": self.rechecked,
             "timings": self.timings, "notes": self.notes, "candidates": self.candidates,
         }
