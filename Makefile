@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo bench bench-select lint clean
+.PHONY: test test-slow demo bench bench-select bench-tune lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ bench: $(STAMP)
 
 bench-select: $(STAMP)
 	$(PY) benchmarks/bench_select.py
+
+bench-tune: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_tune.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks

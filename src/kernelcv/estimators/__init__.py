@@ -13,6 +13,10 @@ estimator                      machine    loss
 :class:`HuberSVMRegressor`     ``svr``    Huber-smoothed epsilon-insensitive, bias-free
 =============================  =========  ==============================================
 
+:class:`SmoothLOOLSSVMClassifier` is different: an LS-SVM whose many kernel weights (a
+mixture of Gaussian and Laplace kernels, optionally an ARD Gaussian) are tuned by gradient
+descent on a smoothed closed-form leave-one-out error (:mod:`kernelcv.criteria.smooth_loo`).
+
 All of them minimise ``(1/n) sum_i loss(y_i, f(x_i)) + lam * alpha' K alpha`` with
 ``f = K alpha (+ b)``. They keep the training data (``X_fit_``) because predicting needs the
 kernel between new points and the training points.
@@ -23,6 +27,7 @@ and handle more classes one-vs-rest: one machine per class, all on one Gram matr
 
 from ._classifiers import HuberSVMClassifier, L2SVMClassifier, LSSVMClassifier
 from ._regressors import HuberSVMRegressor, KernelRidgeRegressor
+from ._smooth_loo import SmoothLOOLSSVMClassifier
 
 __all__ = [
     "HuberSVMClassifier",
@@ -30,4 +35,5 @@ __all__ = [
     "KernelRidgeRegressor",
     "L2SVMClassifier",
     "LSSVMClassifier",
+    "SmoothLOOLSSVMClassifier",
 ]
