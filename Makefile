@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo bench bench-select bench-tune lint clean
+.PHONY: test test-slow demo bench bench-select bench-tune bench-hypothetical lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ bench-select: $(STAMP)
 
 bench-tune: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_tune.py
+
+bench-hypothetical: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_hypothetical.py --figures docs/figures
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks

@@ -60,6 +60,31 @@ def test_mu_max_removes_every_feature_and_is_tight():
     assert np.count_nonzero(fit_enet_svm(X, y, top * 0.9, 1.0)[0]) >= 1
 
 
+def test_at_mu_max_exactly_no_feature_is_relevant():
+    """The solution at mu = mu_max is a = 0 (strictly convex problem); the iteration must
+    not leave a 1e-16 coefficient that would count the feature as relevant. Secondary RBF
+    features with a large mean are where this happened (heart, before the clean-up)."""
+    from kernelcv.hypothetical.relevance import rbf_similarities
+
+    for seed in range(3):
+        X, y = _data(20 + seed, n=40, p=3, informative=1)
+        F = np.hstack(rbf_similarities(X, [0.1, 1.0]))
+        top = mu_max(F, y, 1.0)
+        assert np.count_nonzero(fit_enet_svm(F, y, top, 1.0)[0]) == 0
+        assert enet_svm_path(F, y, n_mus=2)["n_relevant"][0] == 0
+
+
+def test_centring_is_an_exact_reparametrisation():
+    X, y = _data(12, n=40, p=4)
+    X = X + 50.0  # a large feature mean: badly conditioned without centring
+    coef, b = fit_enet_svm(X, y, 2.0, 1.0)
+    coef0, b0 = fit_enet_svm(X, y, 2.0, 1.0, center=np.zeros(4))
+    ref_coef, ref_b, ref_obj = _reference(X, y, 2.0, 1.0)
+    assert enet_objective(X, y, coef, b, 2.0, 1.0) == pytest.approx(ref_obj, rel=1e-8)
+    np.testing.assert_allclose(coef, coef0, atol=1e-6)
+    assert b == pytest.approx(b0, abs=1e-4)
+
+
 def test_path_reports_all_removed_without_crashing():
     X, y = _data(6)
     top = mu_max(X, y, 1.0)

@@ -15,15 +15,24 @@ def add_arguments(parser):
     """Declare the options of ``kernelcv hypothetical``."""
     parser.add_argument("data", metavar="DATA", help="training data file")
     parser.add_argument("--model", choices=MODELS, default="enet",
-                        help="ridge (lam path), svm (C values) or enet (mu path, default)")
-    parser.add_argument("--mu-grid", metavar="M", help="mu values for enet (e.g. 2^-4..2^4)")
+                        help="ridge (lam path), svm (C values), enet (mu path, default) or "
+                             "relevance (mu path over kernel similarities to the objects)")
+    parser.add_argument("--mu-grid", metavar="M",
+                        help="mu values >= 0 for enet/relevance (e.g. 0,2^-4..2^4)")
+    parser.add_argument("--kernels", metavar="K",
+                        help="relevance: comma list of kernels, e.g. rbf:0.1,laplace,poly:2 "
+                             "(gamma defaults to 1/n_features; poly:DEGREE)")
+    parser.add_argument("--gammas", metavar="G",
+                        help="relevance: RBF similarities at these gammas (e.g. 2^-4..2^0)")
+    parser.add_argument("--similarity", metavar="FILES",
+                        help="relevance: comma list of precomputed n x n .npy matrices")
     parser.add_argument("--C", default="1", metavar="C",
-                        help="C value(s), comma list (default 1; enet uses the first)")
+                        help="C value(s), comma list (default 1; enet and relevance use the first)")
     parser.add_argument("--lam-grid", metavar="L", help="lam values for ridge")
     parser.add_argument("--noise-var", type=float, default=0.5, metavar="S2",
                         help="s2 in the penalty 2 s2 d (default 0.5, the paper's form)")
     parser.add_argument("--no-loo", action="store_true",
-                        help="enet: skip the exact LOO reference (n refits per mu)")
+                        help="enet, relevance: skip the exact LOO reference (n refits per mu)")
     parser.add_argument("--out", metavar="DIR", help="write report.json (and the plot) here")
     parser.add_argument("--plot", action="store_true", help="with --out: hypothetical.png")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -38,14 +47,42 @@ def _grid(text, option, name):
         raise KernelCVError(f"argument {option}: {exc}") from None
 
 
+def _mu_grid(text):
+    """The mu grid: like the other grids, but 0 (no L1 penalty) is allowed."""
+    if text is None:
+        return None
+    zeros, rest = [], []
+    for item in str(text).split(","):
+        if item.strip().startswith("-"):
+            raise KernelCVError(f"argument --mu-grid: mu must be >= 0, got {item.strip()}")
+        try:
+            is_zero = float(item) == 0
+        except ValueError:
+            is_zero = False
+        (zeros if is_zero else rest).append(item)
+    values = _grid(",".join(rest), "--mu-grid", "mu") if any(i.strip() for i in rest) else []
+    return [0.0] * bool(zeros) + values
+
+
+def _kernels(args):
+    specs = [k.strip() for k in (args.kernels or "").split(",") if k.strip()]
+    specs += [f"rbf:{g!r}" for g in (_grid(args.gammas, "--gammas", "gamma") or [])]
+    if (specs or args.similarity) and args.model != "relevance":
+        raise KernelCVError("--kernels, --gammas and --similarity need --model relevance")
+    files = [f.strip() for f in (args.similarity or "").split(",") if f.strip()]
+    return specs or None, files or None
+
+
 def run_command(args, parser):
     """Turn the parsed options into a :func:`run_hypothetical` call."""
     if args.plot and args.out is None:
         parser.error("argument --plot: requires --out DIR")
+    kernels, similarities = _kernels(args)
     return run_hypothetical(
-        args.data, model=args.model, mus=_grid(args.mu_grid, "--mu-grid", "mu"),
+        args.data, model=args.model, mus=_mu_grid(args.mu_grid),
         Cs=_grid(args.C, "--C", "C"), lams=_grid(args.lam_grid, "--lam-grid", "lam"),
-        noise_var=args.noise_var, loo=not args.no_loo, out=args.out, plot=args.plot)
+        noise_var=args.noise_var, loo=not args.no_loo, out=args.out, plot=args.plot,
+        kernels=kernels, similarities=similarities)
 
 
 def render(report):
@@ -65,8 +102,12 @@ def render(report):
                  c["train_error"]) for c in report["candidates"]]
     else:
         loo = report["loo_error"] or [None] * len(report["mus"])
+        what = "features"
+        if report["model"] == "relevance":
+            what = (f"(kernel, object) pairs: {len(report['best_objects'])} objects, "
+                    f"{len(report['best_kernels'])} of {len(report['kernels'])} kernels")
         lines.append(f"best mu   {report['best_mu']:.4g}  ({len(report['best_relevant'])} "
-                     f"relevant features; LOO choice: {report['best_mu_loo']})")
+                     f"relevant {what}; LOO choice: {report['best_mu_loo']})")
         lines += [f"note      {note}" for note in report["notes"]]
         header = ("mu", "criterion", "d", "relevant", "LOO err")
         rows = zip(report["mus"], report["criterion"], report["effective_dimension"],

@@ -16,6 +16,9 @@ estimator                      machine    loss
 :class:`SmoothLOOLSSVMClassifier` is different: an LS-SVM whose many kernel weights (a
 mixture of Gaussian and Laplace kernels, optionally an ARD Gaussian) are tuned by gradient
 descent on a smoothed closed-form leave-one-out error (:mod:`kernelcv.criteria.smooth_loo`).
+:class:`HypotheticalRidgeCV`, :class:`EnetSVMClassifier` and :class:`RelevanceSVMClassifier`
+choose their structural parameter (lam, or the mu that selects features or training
+objects) by the non-enumerative criterion of :mod:`kernelcv.hypothetical`.
 
 All of them minimise ``(1/n) sum_i loss(y_i, f(x_i)) + lam * alpha' K alpha`` with
 ``f = K alpha (+ b)``. They keep the training data (``X_fit_``) because predicting needs the
@@ -26,14 +29,18 @@ and handle more classes one-vs-rest: one machine per class, all on one Gram matr
 """
 
 from ._classifiers import HuberSVMClassifier, L2SVMClassifier, LSSVMClassifier
+from ._hypothetical import EnetSVMClassifier, HypotheticalRidgeCV, RelevanceSVMClassifier
 from ._regressors import HuberSVMRegressor, KernelRidgeRegressor
 from ._smooth_loo import SmoothLOOLSSVMClassifier
 
 __all__ = [
+    "EnetSVMClassifier",
     "HuberSVMClassifier",
     "HuberSVMRegressor",
+    "HypotheticalRidgeCV",
     "KernelRidgeRegressor",
     "L2SVMClassifier",
     "LSSVMClassifier",
+    "RelevanceSVMClassifier",
     "SmoothLOOLSSVMClassifier",
 ]

@@ -5,10 +5,18 @@ structural parameters in feature-selective SVMs".
 A criterion ``training loss + 2 s2 * effective dimension`` replaces refits for ridge
 regression (:mod:`.ridge`), the squared-hinge SVM (:mod:`.svm`), the elastic-net SVM that
 selects features (:mod:`.elastic_net`) and the relevance-object machine (:mod:`.relevance`).
+The scikit-learn estimators built on them are in :mod:`kernelcv.estimators._hypothetical`.
 """
 
 from .elastic_net import enet_objective, enet_svm_path, fit_enet_svm, mu_max
-from .relevance import rbf_similarities, relevance_path, secondary_features
+from .relevance import (
+    kernel_similarities,
+    make_kernels,
+    rbf_similarities,
+    relevance_path,
+    relevant_features,
+    secondary_features,
+)
 from .report import MODELS, path_figure, run_hypothetical
 from .ridge import (
     effective_dimension,
@@ -32,10 +40,13 @@ __all__ = [
     "estimate_noise_var",
     "fit_enet_svm",
     "fit_squared_hinge_svm",
+    "kernel_similarities",
+    "make_kernels",
     "mu_max",
     "path_figure",
     "rbf_similarities",
     "relevance_path",
+    "relevant_features",
     "ridge_criterion",
     "ridge_fit",
     "ridge_path",

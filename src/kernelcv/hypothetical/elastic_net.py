@@ -51,7 +51,7 @@ def mu_max(X, y, C):
 
 
 def fit_enet_svm(X, y, mu, C, coef=None, intercept=0.0, tol=1e-10, max_iter=50000,
-                 lipschitz=None):
+                 lipschitz=None, center=None):
     """Solve the elastic-net squared-hinge SVM (inputs trusted; validate at the boundary).
 
     Parameters
@@ -59,16 +59,24 @@ def fit_enet_svm(X, y, mu, C, coef=None, intercept=0.0, tol=1e-10, max_iter=5000
     X : (n, p) float array; y : (n,) +-1 labels; mu : float >= 0; C : float > 0
     coef, intercept : optional warm start (e.g. the previous ``mu`` of a path).
     tol : stop when an iteration moves no coordinate by more than ``tol * max(1, |w|)``.
-    lipschitz : optional precomputed ``2 C ||[X, 1]||_2^2`` (saves an SVD along a path).
+    lipschitz : optional precomputed ``2 C ||[X - center, 1]||_2^2`` (saves an SVD along a
+        path; a bound computed on a superset of the rows is valid too).
+    center : (p,) vector subtracted from the rows before solving, default the column
+        means. Because the bias is free, ``x'a + b = (x - m)'a + (b + m'a)`` is an exact
+        reparametrisation; centring only improves the conditioning (features with a large
+        mean make FISTA crawl along the bias direction).
 
     Returns
     -------
     coef : (p,) with exact zeros off the relevant set; intercept : float.
     """
     n, p = X.shape
+    center = X.mean(axis=0) if center is None else np.asarray(center, dtype=np.float64)
+    X = X - center
     Z = np.column_stack([X, np.ones(n)])
     L = lipschitz if lipschitz is not None else 2.0 * C * np.linalg.norm(Z, 2) ** 2
-    w = np.zeros(p + 1) if coef is None else np.append(coef, intercept)
+    w = (np.zeros(p + 1) if coef is None
+         else np.append(coef, intercept + float(center @ np.asarray(coef))))
 
     def objective(v):
         return enet_objective(X, y, v[:p], v[p], mu, C)
@@ -99,7 +107,27 @@ def fit_enet_svm(X, y, mu, C, coef=None, intercept=0.0, tol=1e-10, max_iter=5000
         raise ConvergenceError(f"the elastic-net SVM did not converge in {max_iter} "
                                "iterations; scale the features or lower C")
     w = _polish(X, y, Z, w, mu, C, objective)
-    return w[:p], float(w[p])
+    w = _drop_negligible(w, p, objective)
+    return w[:p], float(w[p] - center @ w[:p])
+
+
+def _drop_negligible(w, p, objective, rel=1e-9):
+    """Zero coefficients at rounding level when that does not raise the objective.
+
+    At ``mu`` equal to a coordinate's threshold (e.g. ``mu = mu_max``) the exact solution
+    has that coordinate at zero, but the iteration can stop at ``1e-16`` instead, which
+    would count the feature as relevant.
+    """
+    tiny = np.flatnonzero(np.abs(w[:p]) <= rel * max(1.0, np.max(np.abs(w[:p]))))
+    tiny = tiny[w[tiny] != 0]
+    if tiny.size == 0:
+        return w
+    candidate = w.copy()
+    candidate[tiny] = 0.0
+    value = objective(w)
+    if objective(candidate) <= value + 1e-12 * max(1.0, abs(value)):
+        return candidate
+    return w
 
 
 def _polish(X, y, Z, w, mu, C, objective):
@@ -140,23 +168,28 @@ def _check_mus(mus):
     return np.sort(mus)[::-1]
 
 
-def _select_and_score(X, y, mu, C, s2, coef, intercept, lipschitz):
+def _select_and_score(X, y, mu, C, s2, coef, intercept, lipschitz, center):
     """One ``mu``: elastic-net fit (warm), retrain on the relevant set, criterion (43)."""
-    coef, intercept = fit_enet_svm(X, y, mu, C, coef, intercept, lipschitz=lipschitz)
+    coef, intercept = fit_enet_svm(X, y, mu, C, coef, intercept, lipschitz=lipschitz,
+                                   center=center)
     relevant = np.flatnonzero(coef)
     sub = X[:, relevant]
     a, b = fit_squared_hinge_svm(sub, y, C)
     return coef, intercept, relevant, _evaluate(sub, y, C, s2, a, b)
 
 
-def _loo_error(X, y, mu, C, coef, intercept, lipschitz):
-    """Exact LOO 0-1 error of select-then-retrain: n refits warm-started at the full fit."""
+def _loo_error(X, y, mu, C, coef, intercept, lipschitz, center):
+    """Exact LOO 0-1 error of select-then-retrain: n refits warm-started at the full fit.
+
+    Every refit is centred at the full-data mean, for which the full data's Lipschitz
+    constant is a valid bound (dropping a row cannot raise a spectral norm).
+    """
     n = X.shape[0]
     wrong = 0
     for i in range(n):
         keep = np.arange(n) != i
         c_i, b_i = fit_enet_svm(X[keep], y[keep], mu, C, coef, intercept,
-                                lipschitz=lipschitz)
+                                lipschitz=lipschitz, center=center)
         rel = np.flatnonzero(c_i)
         a, b = fit_squared_hinge_svm(X[keep][:, rel], y[keep], C)
         wrong += int(y[i] * (X[i, rel] @ a + b) <= 0)
@@ -182,7 +215,8 @@ def enet_svm_path(X, y, mus=None, C=1.0, noise_var=DEFAULT_NOISE_VAR, loo=False,
     -------
     dict (JSON-friendly) with ``mus`` (decreasing), per-``mu`` lists ``criterion``,
     ``empirical_risk``, ``effective_dimension``, ``n_relevant``, ``relevant``,
-    ``n_support``, ``train_error``, ``all_removed`` and (with ``loo``) ``loo_error``;
+    ``n_support``, ``train_error``, ``all_removed``, ``coef`` (the retrained SVM's
+    weights on ``relevant``), ``intercept`` and (with ``loo``) ``loo_error``;
     ``best_mu``, ``best_relevant``, ``best_mu_loo``, ``seconds_criterion``,
     ``seconds_loo`` and ``notes``.
 
@@ -196,27 +230,31 @@ def enet_svm_path(X, y, mus=None, C=1.0, noise_var=DEFAULT_NOISE_VAR, loo=False,
         top = mu_max(X, y, C)
         mus = top * np.logspace(0, -3, int(n_mus)) if top > 0 else np.zeros(1)
     mus = _check_mus(mus)
-    lipschitz = 2.0 * C * np.linalg.norm(np.column_stack([X, np.ones(len(y))]), 2) ** 2
+    center = X.mean(axis=0)
+    lipschitz = 2.0 * C * np.linalg.norm(np.column_stack([X - center, np.ones(len(y))]),
+                                         2) ** 2
     keys = ("criterion", "empirical_risk", "effective_dimension", "n_relevant", "relevant",
-            "n_support", "train_error", "all_removed", "loo_error")
+            "n_support", "train_error", "all_removed", "loo_error", "coef", "intercept")
     out = {key: [] for key in keys}
     coef, intercept = np.zeros(X.shape[1]), 0.0
     fits = []
     start = time.perf_counter()
     for mu in mus:
         coef, intercept, relevant, res = _select_and_score(X, y, mu, C, s2, coef, intercept,
-                                                           lipschitz)
+                                                           lipschitz, center)
         fits.append((coef, intercept))
         for key in ("criterion", "empirical_risk", "effective_dimension", "n_support",
                     "train_error"):
             out[key].append(res[key])
+        out["coef"].append(np.asarray(res["coef"], dtype=np.float64).tolist())
+        out["intercept"].append(float(res["intercept"]))
         out["n_relevant"].append(int(relevant.size))
         out["relevant"].append(relevant.tolist())
         out["all_removed"].append(bool(relevant.size == 0))
     out["seconds_criterion"] = time.perf_counter() - start
     start = time.perf_counter()
     if loo:
-        out["loo_error"] = [_loo_error(X, y, mu, C, c, b, lipschitz)
+        out["loo_error"] = [_loo_error(X, y, mu, C, c, b, lipschitz, center)
                             for mu, (c, b) in zip(mus, fits, strict=True)]
     else:
         out["loo_error"] = None

@@ -4,6 +4,8 @@
 ``svm``: the criterion (37) of the squared-hinge SVM for each ``C``.
 ``enet``: the criterion (43) and, unless switched off, the exact LOO error over a ``mu``
 path, with the figure pair "LOO error vs mu" / "criterion vs mu".
+``relevance``: the same on secondary features from kernels or precomputed ``.npy``
+similarity matrices; the report adds the relevant training objects and kernels.
 """
 
 from __future__ import annotations
@@ -17,29 +19,36 @@ import numpy as np
 from ..datasets import load_data
 from ..exceptions import KernelCVError
 from .elastic_net import enet_svm_path
+from .relevance import kernel_similarities, make_kernels, relevance_path
 from .ridge import DEFAULT_NOISE_VAR, ridge_path
 from .svm import svm_criterion
 
 __all__ = ["MODELS", "path_figure", "run_hypothetical"]
 
-MODELS = ("ridge", "svm", "enet")
+MODELS = ("ridge", "svm", "enet", "relevance")
 DEFAULT_LAMS = np.logspace(-3, 3, 13)
 
 
 def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
-                     noise_var=DEFAULT_NOISE_VAR, loo=True, out=None, plot=False):
+                     noise_var=DEFAULT_NOISE_VAR, loo=True, out=None, plot=False,
+                     kernels=None, similarities=None):
     """Load ``data`` and run the hypothetical criterion of ``model``.
 
     Parameters
     ----------
     data : path of a data file (see :func:`kernelcv.datasets.load_data`) or a tuple (X, y)
-    model : {"ridge", "svm", "enet"}
-    mus : mu grid for ``enet`` (default: 12 values below ``mu_max``)
-    Cs : C values (``svm``: one criterion each; ``enet``: the first is used)
+    model : {"ridge", "svm", "enet", "relevance"}
+    mus : mu grid for ``enet`` / ``relevance`` (values >= 0; default: 12 values below
+        ``mu_max``)
+    Cs : C values (``svm``: one criterion each; ``enet``, ``relevance``: the first is used)
     lams : ridge grid (default 1e-3..1e3)
     noise_var : ``s2`` of the penalty ``2 s2 d`` (0.5 = the paper's form)
     loo : for ``enet``, also the exact LOO error (n refits per mu)
     out, plot : directory for ``report.json`` and, with ``plot``, ``hypothetical.png``
+    kernels : ``relevance``: kernel specifications (see
+        :func:`kernelcv.hypothetical.relevance.make_kernels`), default ``["rbf"]``
+    similarities : ``relevance``: precomputed ``n x n`` matrices (arrays or ``.npy``
+        paths) used instead of (or besides) ``kernels``
 
     Returns
     -------
@@ -50,6 +59,9 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
         raise KernelCVError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
     if plot and out is None:
         raise KernelCVError("plots are written to a directory: give --out DIR with --plot")
+    if model != "relevance" and (kernels or similarities):
+        raise KernelCVError("kernels and similarity matrices belong to --model relevance")
+    loaded = [_load_similarity(s) for s in similarities or []]
     if isinstance(data, tuple):
         X, y = data
         source = "<arrays>"
@@ -68,8 +80,10 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
                 "rank_limit", "train_error")
         report = {"candidates": [{k: r[k] for k in keys} for r in rows]}
         report["best_C"] = rows[int(np.argmin([r["criterion"] for r in rows]))]["C"]
-    else:
+    elif model == "enet":
         report = enet_svm_path(X, y, mus=mus, C=Cs[0], noise_var=noise_var, loo=loo)
+    else:
+        report = _relevance(X, y, kernels, loaded, mus, Cs[0], noise_var, loo)
     report.update(model=model, data=source, n_samples=int(X.shape[0]),
                   n_features=int(X.shape[1]), seconds=time.perf_counter() - start,
                   files=[])
@@ -88,6 +102,32 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
     return report
 
 
+def _load_similarity(source):
+    """A precomputed similarity matrix from an array or a ``.npy`` file."""
+    if not isinstance(source, (str, os.PathLike)):
+        return np.asarray(source, dtype=np.float64)
+    try:
+        matrix = np.load(source, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise KernelCVError(f"cannot read the similarity matrix {os.fspath(source)!r} "
+                            f"({exc}); save it with numpy.save as a 2-D .npy file") from None
+    if matrix.dtype.kind not in "biuf":
+        raise KernelCVError(f"the similarity matrix {os.fspath(source)!r} must hold numbers")
+    return matrix.astype(np.float64)
+
+
+def _relevance(X, y, kernels, similarities, mus, C, noise_var, loo):
+    """The relevance-object path on the kernels' and the given similarity matrices."""
+    specs = make_kernels(kernels, X.shape[1]) if kernels or not similarities else []
+    sims = kernel_similarities(X, specs) + list(similarities)
+    names = ([k.params() for k in specs]
+             + [{"kernel": "precomputed", "matrix": i} for i in range(len(similarities))])
+    report = relevance_path(sims, y, mus=mus, C=C, noise_var=noise_var, loo=loo)
+    report["kernels"] = names
+    report["best_kernel_names"] = [names[k] for k in report["best_kernels"]]
+    return report
+
+
 def path_figure(report):
     """The figure pair: exact LOO (or GCV) and the criterion against the path parameter."""
     from ..plotting import _figure_class
@@ -96,7 +136,7 @@ def path_figure(report):
         raise KernelCVError("the figure shows a mu or lam path; use --model enet or ridge")
     fig = _figure_class()(figsize=(9, 3.5))
     left, right = fig.subplots(1, 2)
-    if report["model"] == "enet":
+    if report["model"] in ("enet", "relevance"):
         grid, name = report["mus"], "mu"
         reference = report["loo_error"]
         label = "exact LOO 0-1 error"
@@ -104,9 +144,15 @@ def path_figure(report):
         grid, name = report["lams"], "lam"
         reference, label = report["loo_mse"], "LOO MSE (closed form)"
     if reference is not None:
-        left.semilogx(grid, reference, "o-")
+        left.plot(grid, reference, "o-")
+    right.plot(grid, report["criterion"], "s-", color="C1")
+    positive = [g for g in grid if g > 0]
+    for axis in (left, right):  # mu = 0 is allowed: linear near zero, log beyond
+        if len(positive) < len(grid):
+            axis.set_xscale("symlog", linthresh=min(positive) if positive else 1.0)
+        else:
+            axis.set_xscale("log")
     left.set(xlabel=name, ylabel=label, title="leave-one-out")
-    right.semilogx(grid, report["criterion"], "s-", color="C1")
     right.set(xlabel=name, ylabel="hypothetical criterion", title="non-enumerative CV")
     fig.tight_layout()
     return fig

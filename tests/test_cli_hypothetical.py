@@ -1,0 +1,133 @@
+"""`kernelcv hypothetical`: mu = 0, bad input (exit 2, one line, no files), relevance model."""
+
+import json
+
+import numpy as np
+import pytest
+
+from kernelcv.cli import main
+
+
+def _write(tmp_path, seed=0, n=30, p=3):
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    X = rng.standard_normal((n, p))
+    X[:, 0] += 1.5 * y
+    path = tmp_path / "d.csv"
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",")
+    return path, X, y
+
+
+def _run(argv, capsys):
+    code = main(["hypothetical", *map(str, argv)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_mu_zero_is_accepted_and_matches_the_library(tmp_path, capsys):
+    from kernelcv.hypothetical import enet_svm_path
+
+    data, X, y = _write(tmp_path)
+    code, out, err = _run([data, "--mu-grid", "0,2^-2..2^0", "--no-loo", "--json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["mus"] == [1.0, 0.5, 0.25, 0.0]
+    assert report["n_relevant"][-1] == 3  # no L1 penalty: every feature is kept
+    direct = enet_svm_path(X, y, mus=[0.0, 0.25, 0.5, 1.0])
+    np.testing.assert_allclose(report["criterion"], direct["criterion"], rtol=1e-8)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--mu-grid", "-1"], "mu must be >= 0"),
+    (["--mu-grid", "0,-2^-3"], "mu must be >= 0"),
+    (["--mu-grid", "1,nan"], "mu grid"),
+    (["--C", "0"], "C grid values must be finite and > 0"),
+    (["--C", "-1"], "C grid values must be finite and > 0"),
+    (["--kernels", "rbf"], "need --model relevance"),
+    (["--model", "relevance", "--kernels", "cosine"], "unknown kernel"),
+    (["--model", "relevance", "--kernels", "poly:1.5"], "whole number"),
+    (["--model", "relevance", "--gammas", "0"], "gamma grid values"),
+])
+def test_bad_options_exit_2_with_one_line_and_no_files(tmp_path, capsys, argv, message):
+    data, _, _ = _write(tmp_path)
+    out_dir = tmp_path / "out"
+    code, out, err = _run([data, *argv, "--no-loo", "--out", out_dir], capsys)
+    assert code == 2
+    assert err.startswith("kernelcv: error:") and message in err
+    assert len(err.strip().splitlines()) == 1 and out == ""
+    assert not out_dir.exists()
+
+
+def test_relevance_with_precomputed_matrices(tmp_path, capsys):
+    from kernelcv.hypothetical import relevance_path
+    from kernelcv.hypothetical.relevance import make_kernels
+
+    data, X, y = _write(tmp_path, seed=1)
+    kernels = make_kernels(["rbf:0.5", "laplace:0.3"], X.shape[1])
+    files = []
+    for k, kernel in enumerate(kernels):
+        files.append(tmp_path / f"S{k}.npy")
+        np.save(files[-1], kernel(X, X))
+    mus = "0.5,2,8"
+    code, out, err = _run([data, "--model", "relevance", "--similarity",
+                           ",".join(map(str, files)), "--mu-grid", mus, "--no-loo",
+                           "--json"], capsys)
+    assert code == 0, err
+    from_files = json.loads(out)
+    code, out, err = _run([data, "--model", "relevance", "--kernels", "rbf:0.5,laplace:0.3",
+                           "--mu-grid", mus, "--no-loo", "--json"], capsys)
+    assert code == 0, err
+    from_kernels = json.loads(out)
+    direct = relevance_path([k(X, X) for k in kernels], y, mus=[0.5, 2.0, 8.0])
+    for report in (from_files, from_kernels):
+        np.testing.assert_allclose(report["criterion"], direct["criterion"], rtol=1e-8)
+        assert report["best_objects"] == direct["best_objects"]
+    assert from_files["kernels"][0] == {"kernel": "precomputed", "matrix": 0}
+    assert from_kernels["kernels"][1] == {"kernel": "laplace", "gamma": 0.3}
+
+
+def test_relevance_text_summary_and_plot_with_mu_zero(tmp_path, capsys):
+    data, _, _ = _write(tmp_path, seed=2, n=20)
+    out_dir = tmp_path / "out"
+    code, out, err = _run([data, "--model", "relevance", "--gammas", "0.1,1",
+                           "--kernels", "poly:2", "--mu-grid", "0,1,4", "--out", out_dir,
+                           "--plot"], capsys)
+    assert code == 0, err
+    assert "relevant (kernel, object) pairs" in out and "of 3 kernels" in out
+    report = json.loads((out_dir / "report.json").read_text())
+    assert len(report["loo_error"]) == 3 and report["model"] == "relevance"
+    assert (out_dir / "hypothetical.png").stat().st_size > 0
+
+
+def _bad_matrix(tmp_path, kind, n):
+    path = tmp_path / "bad.npy"
+    if kind == "shape":
+        np.save(path, np.ones((n, n + 2)))
+    elif kind == "nan":
+        matrix = np.eye(n)
+        matrix[0, 1] = np.nan
+        np.save(path, matrix)
+    elif kind == "3d":
+        np.save(path, np.ones((n, n, 1)))
+    else:
+        path.write_text("not a matrix")
+    return path
+
+
+@pytest.mark.parametrize("kind, message", [("shape", "30 x 30"), ("nan", "NaN"),
+                                           ("3d", "2-D"), ("text", "cannot read")])
+def test_bad_similarity_matrices_exit_2(tmp_path, capsys, kind, message):
+    data, _, _ = _write(tmp_path)
+    code, out, err = _run([data, "--model", "relevance", "--similarity",
+                           _bad_matrix(tmp_path, kind, 30), "--no-loo"], capsys)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_large_mu_removing_every_feature_is_reported(tmp_path, capsys):
+    data, _, _ = _write(tmp_path)
+    code, out, err = _run([data, "--mu-grid", "1e6,1", "--no-loo"], capsys)
+    assert code == 0
+    assert "removed every feature" in err + out
+    code, out, err = _run([data, "--mu-grid", "1e6", "--no-loo", "--json"], capsys)
+    report = json.loads(out)
+    assert report["all_removed"] == [True] and report["best_relevant"] == []
