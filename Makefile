@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo bench bench-select bench-tune bench-hypothetical lint clean
+.PHONY: test test-slow demo bench bench-select bench-tune bench-hypothetical bench-papers lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,9 @@ bench-tune: $(STAMP)
 
 bench-hypothetical: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_hypothetical.py --figures docs/figures
+
+bench-papers: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) -m kernelcv bench --quick --out bench-results
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks

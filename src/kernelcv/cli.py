@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _cli_hypothetical, _cli_select, _cli_tune
+from . import _cli_bench, _cli_hypothetical, _cli_select, _cli_tune
 from .cv import METHODS, cross_validate, parse_order
 from .datasets import SUPPORTED_FORMATS, load_data, read_fold_ids
 from .exceptions import KernelCVError
@@ -250,6 +250,8 @@ COMMANDS = (
             lambda report, args: _cli_hypothetical.render(report)),
     Command("tune", "tune many kernel parameters of LS-SVM by a smooth leave-one-out error",
             _cli_tune.add_arguments, _cli_tune.run_command, _cli_tune.render),
+    Command("bench", "reproduce the papers' experiments against scikit-learn",
+            _cli_bench.add_arguments, _cli_bench.run_command, _cli_bench.render),
 )
 
 

@@ -1,0 +1,120 @@
+"""The ``kernelcv bench`` subcommand: the BIF papers' experiments against scikit-learn.
+
+The work is done by :func:`kernelcv.experiments.run_bench`; this module turns options
+into its arguments, prints progress lines to stderr and renders a short summary::
+
+    kernelcv bench --quick --out results/bench
+    kernelcv bench --sets heart,sonar --tables l2svm,svm --splits 10 --out results/bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .experiments.bench import OUTPUTS, run_bench
+from .experiments.protocol import T_THRESHOLD
+from .experiments.suites import DATASETS, ENV_DATA, MODES, TABLES
+
+
+def _names(text):
+    return [item.strip() for item in str(text).split(",") if item.strip()]
+
+
+def _positive_int(minimum):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _threshold(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+def add_arguments(parser):
+    """Declare the options of ``kernelcv bench``."""
+    what = parser.add_argument_group("what to run")
+    what.add_argument("--quick", action="store_true",
+                      help=f"quick mode: {MODES['quick'].splits} splits, 7 x 7 grid, small "
+                           "sets (a few minutes); default is the full mode "
+                           f"({MODES['full'].splits} splits, the papers' 21 x 15 grid)")
+    what.add_argument("--splits", type=_positive_int(2), default=None, metavar="R",
+                      help="number of random 50/50 train/test splits (default: the mode's)")
+    what.add_argument("--seed", type=int, default=0, help="seed of splits and folds")
+    what.add_argument("--sets", type=_names, default=None, metavar="NAMES",
+                      help=f"comma-separated data sets (known: {', '.join(DATASETS)})")
+    what.add_argument("--tables", type=_names, default=None, metavar="NAMES",
+                      help=f"comma-separated machines (known: {', '.join(TABLES)})")
+    what.add_argument("--max-train", type=_positive_int(10), default=None, metavar="N",
+                      help="skip sets whose training half is larger (default: 200 quick, "
+                           "600 full)")
+    what.add_argument("--confirm", type=_positive_int(0), default=0, metavar="K",
+                      help="confirm the best K candidates of approximate searches by exact "
+                           "CV (default 0: judge the approximations alone)")
+    what.add_argument("--t-threshold", type=_threshold, default=T_THRESHOLD,
+                      help=f"|paired t| above which a difference is significant "
+                           f"(default {T_THRESHOLD}, the papers')")
+    where = parser.add_argument_group("input and output")
+    where.add_argument("--data-dir", default=None, metavar="DIR",
+                       help=f"folder with libsvm/*.svm files (default: ${ENV_DATA}, else "
+                            "shared/datasets beside the checkout)")
+    where.add_argument("--out", default="kernelcv-bench", metavar="DIR",
+                       help=f"output folder for {', '.join(OUTPUTS)} and the checkpoint "
+                            "(default ./kernelcv-bench)")
+    where.add_argument("--fresh", action="store_true",
+                       help="discard the checkpoint of an earlier run in --out")
+    where.add_argument("--no-figures", action="store_true", help="write no PNG files")
+    where.add_argument("--n-jobs", type=_positive_int(1), default=1,
+                       help="parallel workers for both libraries' searches")
+    where.add_argument("--json", action="store_true", help="print the report as JSON")
+    where.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def run_command(args, parser):
+    """Run the command; return its report dict."""
+    def progress(message):
+        print(f"kernelcv: bench: {message}", file=sys.stderr, flush=True)
+
+    report = run_bench(
+        mode="quick" if args.quick else "full", splits=args.splits, seed=args.seed,
+        sets=args.sets, tables_=args.tables, data_dir=args.data_dir, out=args.out,
+        max_train=args.max_train, confirm=args.confirm, n_jobs=args.n_jobs,
+        t_threshold=args.t_threshold, figures_=not args.no_figures, fresh=args.fresh,
+        progress=None if args.quiet else progress)
+    report["notes"] = [f"{s['set']}: skipped, {s['reason']}" for s in report["skipped"]]
+    return report
+
+
+def render(report, args=None):
+    """The readable summary: test errors of the main criteria and the speed ratios."""
+    lines = [f"kernelcv bench ({report['mode']}, {report['splits']} splits) — "
+             f"{report['timings']['total_seconds']:.0f} s; reference {report['reference']}"]
+    for table in report["tables"]:
+        for entry in table["sets"]:
+            parts = []
+            for name, value in entry["criteria"].items():
+                if value["test_error_mean"] is None:
+                    parts.append(f"{name} failed")
+                    continue
+                mark = {"worse": "↑", "better": "↓"}.get(value["significant"], "")
+                parts.append(f"{name} {value['test_error_mean']:.3f}{mark}")
+            lines.append(f"  {table['table']:10s} {entry['set']:16s} " + "; ".join(parts))
+    for row in report["speed"]:
+        lines.append(f"  speed {row['table']:10s} {row['set']:16s} {row['sklearn']} "
+                     f"{row['sklearn_seconds']:.2f} s / {row['fast']} "
+                     f"{row['kernelcv_seconds']:.2f} s = {row['ratio']:.1f}x")
+    lines.append("files: " + ", ".join(report["files"]))
+    return "\n".join(lines)

@@ -1,0 +1,14 @@
+"""Reproducing the BIF papers' experiments against scikit-learn (``kernelcv bench``).
+
+* :mod:`.suites` — data sets, machines ("tables"), grids of the quick and full modes;
+* :mod:`.protocol` — random 50/50 splits, paired t-tests, summaries;
+* :mod:`.runners` — the compared selection criteria (kernelcv's and GridSearchCV);
+* :mod:`.convergence` — |BIF - exact| CV against the order r;
+* :mod:`.tables`, :mod:`.figures` — Markdown / JSON tables and PNG figures;
+* :mod:`.bench` — :func:`run_bench`, which ties them together with checkpointing.
+"""
+
+from .bench import run_bench
+from .protocol import paired_t, random_splits, summarize
+
+__all__ = ["paired_t", "random_splits", "run_bench", "summarize"]

@@ -1,0 +1,327 @@
+"""``run_bench``: the library side of ``kernelcv bench`` (validate, run, checkpoint, write).
+
+For every data set and split (see :mod:`kernelcv.experiments.protocol`) and every table
+(machine) of the set's task, each criterion of :mod:`kernelcv.experiments.runners`
+selects on the training half and is tested on the other half. Finished (set, table,
+split) results are appended to ``OUT/checkpoint.jsonl`` as they complete, so an
+interrupted run started again with the same options resumes where it stopped. At the
+end ``results.json``, ``results.md``, ``time_ratio.png`` and ``bif_order.png`` are
+written atomically.
+
+Bad input — unknown mode, set or table names, a missing data folder, an output path that
+is not a writable folder, matplotlib missing — is refused before any work starts. Sets
+whose file is missing, or whose training half is larger than the mode allows, are skipped
+with a note in the report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from ..exceptions import KernelCVError
+from ..validation import make_folds
+from . import figures, tables
+from .convergence import order_curve
+from .protocol import T_THRESHOLD, random_splits, scale_features, standardize_target, summarize
+from .runners import (
+    FOLDS,
+    REFERENCE,
+    criteria_for,
+    fast_criterion,
+    run_criterion,
+    sklearn_criterion,
+)
+from .suites import DATASETS, MODES, TABLES, check_names, find_file, load_set, resolve_data_dir
+
+CHECKPOINT = "checkpoint.jsonl"
+OUTPUTS = ("results.json", "results.md", "time_ratio.png", "bif_order.png")
+_CONVERGENCE_MACHINES = {"classification": ("lssvm-rbf", "l2svm", "svm"),
+                         "regression": ("krr", "svr")}
+
+
+def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, data_dir=None,
+              out="kernelcv-bench", max_train=None, confirm=0, n_jobs=1,
+              t_threshold=T_THRESHOLD, figures_=True, fresh=False, progress=None) -> dict:
+    """Run the papers' protocol for every (set, table) and write the tables and figures.
+
+    Parameters
+    ----------
+    mode : {"quick", "full"} (see :mod:`kernelcv.experiments.suites`).
+    splits : number R of random halves (default: the mode's, 3 or 10).
+    seed : seed of the splits (split s uses ``seed + s``) and of each split's folds.
+    sets, tables_ : names to run (default: the mode's sets, every table).
+    data_dir : data folder (default ``$KERNELCV_DATA`` or ``shared/datasets``).
+    out : output folder (created); holds the checkpoint while running.
+    max_train : largest training half to run (default: the mode's limit).
+    confirm : exact confirmations of approximate searches (0: judge them alone).
+    n_jobs : workers for both libraries' searches.
+    t_threshold : |t| above which a difference to the reference is significant.
+    figures_ : write the two PNG figures.
+    fresh : ignore (and replace) an existing checkpoint.
+    progress : optional callable ``progress(message)``.
+
+    Returns
+    -------
+    dict
+        The JSON-able report (see :func:`kernelcv.experiments.tables.to_markdown`).
+    """
+    tic, cpu_tic = time.perf_counter(), time.process_time()
+    if mode not in MODES:
+        raise KernelCVError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    spec = MODES[mode]
+    splits = spec.splits if splits is None else splits
+    if isinstance(splits, bool) or not isinstance(splits, int) or splits < 2:
+        raise KernelCVError(f"--splits must be an integer >= 2 (a paired t-test needs two "
+                            f"splits), got {splits!r}")
+    max_train = spec.max_train if max_train is None else max_train
+    if isinstance(max_train, bool) or not isinstance(max_train, int) or max_train < 10:
+        raise KernelCVError(f"--max-train must be an integer >= 10, got {max_train!r}")
+    set_names = check_names(spec.sets if sets is None else sets, DATASETS, "data set(s)")
+    table_names = check_names(list(TABLES) if tables_ is None else tables_, TABLES,
+                              "table(s)")
+    folder = resolve_data_dir(data_dir)
+    out = Path(out)
+    _check_output(out)
+    if figures_:
+        from ..plotting import _figure_class
+
+        try:
+            _figure_class()  # fails now, with advice, if matplotlib is missing
+        except KernelCVError as exc:
+            raise KernelCVError(f"{exc} (or run without figures: --no-figures)") from None
+
+    config = {"mode": mode, "splits": splits, "seed": seed, "max_train": max_train,
+              "confirm": confirm, "gammas": spec.gammas(), "lam_exponents":
+              spec.lam_exponents, "degrees": list(spec.degrees), "version": 1}
+    out.mkdir(parents=True, exist_ok=True)
+    store = _Checkpoint(out / CHECKPOINT, _fingerprint(config), fresh)
+    say = progress or (lambda message: None)
+
+    report_tables = {name: {"table": name, "title": TABLES[name].title,
+                            "machine": TABLES[name].machine, "kernel": TABLES[name].kernel,
+                            "metric": "0-1" if TABLES[name].task == "classification"
+                            else "MSE", "sets": []} for name in table_names}
+    skipped, set_seconds, first_split = [], {}, {}
+    for name in set_names:
+        data = DATASETS[name]
+        found = find_file(data, folder)
+        if found is None:
+            skipped.append({"set": name, "reason": "file not found under "
+                            f"{folder} (looked for {', '.join(f for f, _ in data.files)})"})
+            say(f"{name}: skipped (file not found)")
+            continue
+        todo = [t for t in table_names if TABLES[t].task == data.task]
+        if not todo:
+            continue
+        path, scaled = found
+        X, y = load_set(data, path)
+        n_train = y.shape[0] - y.shape[0] // 2
+        if n_train > max_train:
+            skipped.append({"set": name, "reason": f"training half of {n_train} samples is "
+                            f"above the {mode} mode's limit of {max_train}; raise it with "
+                            "--max-train"})
+            say(f"{name}: skipped (training half {n_train} > {max_train})")
+            continue
+        set_tic, set_cpu = time.perf_counter(), time.process_time()
+        classifier = data.task == "classification"
+        per_table = {t: [] for t in todo}
+        for s, (train, test) in enumerate(random_splits(y, splits, seed, classifier)):
+            X_tr, X_te, y_tr, y_te = X[train], X[test], y[train], y[test]
+            if not scaled:
+                X_tr, X_te = scale_features(X_tr, X_te)
+            if not classifier:
+                y_tr, y_te = standardize_target(y_tr, y_te)
+            # t is capped at the training size (leave-one-out) on the tiniest sets
+            fold_sets = {t: make_folds(y_tr, min(t, y_tr.shape[0]), classifier, seed + s)
+                         for t in FOLDS}
+            if s == 0:
+                first_split[name] = (X_tr, y_tr, fold_sets[10])
+            for t in todo:
+                key = f"{name}|{t}|{s}"
+                record = store.get(key)
+                if record is None:
+                    say(f"{name} split {s + 1}/{splits}: {t}")
+                    record = _run_table(TABLES[t], X_tr, y_tr, X_te, y_te, fold_sets,
+                                        seed + s, spec, confirm, n_jobs)
+                    store.add(key, record)
+                per_table[t].append(record)
+        set_seconds[name] = {"wall": time.perf_counter() - set_tic,
+                             "cpu": time.process_time() - set_cpu}
+        for t in todo:
+            records = [r["criteria"] for r in per_table[t]]
+            report_tables[t]["sets"].append({
+                "set": name, "file": str(path), "n_train": int(X_tr.shape[0]),
+                "n_test": int(X_te.shape[0]), "n_features": int(X.shape[1]),
+                "criteria": summarize(records, REFERENCE, t_threshold),
+                "splits": per_table[t]})
+
+    speed = _speed_rows(report_tables)
+    convergence = _convergence(report_tables, first_split, spec, say)
+    report = {
+        "mode": mode, "splits": splits, "seed": seed, "reference": REFERENCE,
+        "t_threshold": t_threshold, "data_dir": str(folder), "out": str(out),
+        "grid": _grid_description(spec), "max_train": max_train, "confirm": confirm,
+        "tables": list(report_tables.values()), "speed": speed,
+        "convergence": convergence, "skipped": skipped,
+        "environment": {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+                        "cpu_count": os.cpu_count(), "n_jobs": n_jobs},
+        "timings": {"set_seconds": set_seconds},
+    }
+    report["timings"]["total_seconds"] = time.perf_counter() - tic
+    report["timings"]["cpu_seconds"] = time.process_time() - cpu_tic
+    report["files"] = _write_outputs(out, report, figures_)
+    return report
+
+
+def _run_table(table, X, y, X_test, y_test, fold_sets, seed, spec, confirm, n_jobs) -> dict:
+    grid = {"lams": spec.lams(X.shape[0])}
+    if table.kernel == "poly":
+        grid["degrees"] = list(spec.degrees)
+    else:
+        grid["gammas"] = spec.gammas()
+    tic = time.perf_counter()
+    results = {c.name: run_criterion(c, table.machine, table.kernel, grid, X, y, X_test,
+                                     y_test, fold_sets, seed, confirm=confirm, n_jobs=n_jobs)
+               for c in criteria_for(table.machine)}
+    return {"criteria": results, "wall_seconds": time.perf_counter() - tic}
+
+
+def _speed_rows(report_tables) -> list[dict]:
+    rows = []
+    for table in report_tables.values():
+        fast, sk = fast_criterion(table["machine"]), sklearn_criterion(table["machine"])
+        for entry in table["sets"]:
+            a, b = entry["criteria"].get(fast), entry["criteria"].get(sk)
+            if not a or not b or not a["seconds_mean"] or b["seconds_mean"] is None:
+                continue
+            exact = entry["criteria"].get(REFERENCE) or {}
+            rows.append({"table": table["table"], "set": entry["set"], "fast": fast,
+                         "sklearn": sk, "kernelcv_seconds": a["seconds_mean"],
+                         "exact_seconds": exact.get("seconds_mean"),
+                         "sklearn_seconds": b["seconds_mean"],
+                         "ratio": b["seconds_mean"] / a["seconds_mean"]})
+    return rows
+
+
+def _convergence(report_tables, first_split, spec, say) -> list[dict]:
+    """BIF order curves on the first set of each task, at split 1's reference choice
+    (gamma, lam) and at the grid's largest gamma and smallest lam (the hard corner)."""
+    curves = []
+    for task, names in _CONVERGENCE_MACHINES.items():
+        for name in names:
+            table = report_tables.get(name)
+            if table is None or not table["sets"]:
+                continue
+            entry = table["sets"][0]
+            chosen = entry["splits"][0]["criteria"].get(REFERENCE, {})
+            params = chosen.get("best_params")
+            if not params or entry["set"] not in first_split:
+                continue
+            say(f"convergence in r: {name} on {entry['set']}")
+            X, y, folds = first_split[entry["set"]]
+            points = {("exact-CV choice", params["gamma"], params["lam"]),
+                      ("largest gamma, smallest lam", max(spec.gammas()),
+                       min(spec.lams(y.shape[0])))}
+            for tag, gamma, lam in sorted(points, key=lambda p: p[0] != "exact-CV choice"):
+                curve = order_curve(X, y, table["machine"], gamma=gamma, lam=lam,
+                                    fold_ids=folds, orders=spec.orders)
+                curves.append({**curve, "label": f"{name}, {tag}", "set": entry["set"],
+                               "task": task})
+    return curves
+
+
+def _grid_description(spec) -> dict:
+    gammas = spec.gammas()
+    sig = "sigma = 2^-10..2^10 (21)" if spec.sigma_exponents is None else (
+        f"sigma = 2^{min(spec.sigma_exponents)}..2^{max(spec.sigma_exponents)} "
+        f"({len(gammas)})")
+    lam = "lam = 2^i/n, i = -3..11 (15)" if spec.lam_exponents is None else (
+        f"lam = 2^i/n, i = {', '.join(map(str, spec.lam_exponents))}")
+    return {"gammas": gammas, "lam_exponents": spec.lam_exponents or list(range(-3, 12)),
+            "degrees": list(spec.degrees),
+            "description": f"{sig} x {lam}; poly degree {min(spec.degrees)}.."
+                           f"{max(spec.degrees)} (gamma 1, coef0 1)"}
+
+
+def _check_output(out: Path):
+    if out.exists() and not out.is_dir():
+        raise KernelCVError(f"--out {out}: exists and is not a folder")
+    parent = out if out.exists() else out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise KernelCVError(f"--out {out}: cannot write to {parent}")
+
+
+def _fingerprint(config) -> str:
+    text = json.dumps(config, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class _Checkpoint:
+    """JSON Lines: a header with the run's fingerprint, then one finished record a line."""
+
+    def __init__(self, path: Path, key: str, fresh: bool):
+        self.path, self.records = path, {}
+        if path.exists() and not fresh:
+            lines = path.read_text().splitlines()
+            header = json.loads(lines[0]) if lines else {}
+            if header.get("fingerprint") != key:
+                raise KernelCVError(
+                    f"{path} belongs to a run with other options (mode, splits, seed, grid "
+                    "or --confirm); rerun with --fresh to discard it, or use another --out")
+            for line in lines[1:]:
+                try:
+                    item = json.loads(line)
+                except json.JSONDecodeError:
+                    break  # a line cut off by the interruption
+                self.records[item["key"]] = item["record"]
+        else:
+            path.write_text(json.dumps({"fingerprint": key}) + "\n")
+
+    def get(self, key):
+        return self.records.get(key)
+
+    def add(self, key, record):
+        from ..selection.report import jsonable
+
+        self.records[key] = record
+        with self.path.open("a") as handle:
+            handle.write(json.dumps({"key": key, "record": jsonable(record)}) + "\n")
+            handle.flush()
+
+
+def _write_outputs(out: Path, report: dict, with_figures: bool) -> list[str]:
+    payloads = {"results.md": tables.to_markdown(report).encode()}
+    if with_figures:
+        if report["speed"]:
+            payloads["time_ratio.png"] = _png(figures.time_ratio_figure(report["speed"]))
+        if report["convergence"]:
+            payloads["bif_order.png"] = _png(figures.order_figure(report["convergence"]))
+    names = ["results.json", *payloads]
+    report["files"] = [str(out / name) for name in names]
+    payloads["results.json"] = tables.to_json(report).encode()
+    for name, payload in payloads.items():
+        handle = tempfile.NamedTemporaryFile(dir=out, prefix=f".{name}.", delete=False)
+        try:
+            with handle:
+                handle.write(payload)
+            os.replace(handle.name, out / name)
+        except BaseException:
+            Path(handle.name).unlink(missing_ok=True)
+            raise
+    return report["files"]
+
+
+def _png(fig) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)
+    return buffer.getvalue()
+

@@ -1,0 +1,215 @@
+"""The selection criteria compared by ``kernelcv bench``, each run on one training half.
+
+Every criterion searches the same grid (kernel parameter x lam) and, where it uses fixed
+folds, the same fold assignment of the training half:
+
+* ``exact t=5|10|20`` — refit t-fold CV with kernelcv's own solvers (t fits per candidate);
+* ``closed-form t=10`` — exact 10-fold CV from one eigendecomposition per kernel setting
+  (KRR and LS-SVM only);
+* ``BIF r=5`` / ``BIF auto`` — one full fit per candidate plus the BIF series of order 5,
+  or of the adaptive order (terms added until the tail is below tolerance), 10 folds;
+* ``eps-BIF e`` — granularity selection: t and r per lam from the tolerated error e
+  (eq. 6 of "Granularity selection for cross-validation of SVM"), adaptive stopping;
+* ``BIF inf +3 exact`` — what ``kernelcv select`` does for the SVMs and SVR: the series'
+  limit (order inf), then the best 3 candidates (and more while the next approximate
+  score beats the best exact one) confirmed by exact refit CV;
+* ``GACV`` — Wahba's generalised approximate CV (Huber-SVM only), O(n) after each fit;
+* ``sklearn ...`` — :class:`~sklearn.model_selection.GridSearchCV` with ``SVC``,
+  ``KernelRidge`` or ``SVR`` on the same grid (``C = 1 / (2 n lam)``, ``alpha = n lam``)
+  and the same 10 folds (``PredefinedSplit``), ``refit=False``.
+
+Approximate criteria (BIF, eps-BIF, GACV) re-evaluate degenerate candidates exactly (the
+kernel-is-identity regime, see the README) and confirm the best ``confirm`` candidates by
+exact refit CV (0 by default, so that the approximation is judged on its own).
+
+Selection seconds are the wall time of the search alone; the refit of the chosen model
+and its test error are not timed.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.model_selection import GridSearchCV, PredefinedSplit
+from sklearn.svm import SVC, SVR
+
+from ..exceptions import KernelCVError
+from ..selection.search import grid_search
+from ..selection.search_cv import ESTIMATORS
+
+REFERENCE = "exact t=10"
+SAFE = "BIF inf +3 exact"  # what `kernelcv select` does by default for the SVMs
+SAFE_CONFIRM = 3
+FOLDS = (5, 10, 20)
+EPSILONS = (0.2, 0.1, 0.05)
+HUBER_WIDTH = 0.01
+SVR_EPSILON = 0.1
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One way of selecting the hyperparameters (see the module docstring)."""
+
+    name: str
+    family: str  # exact | closed-form | bif | eps-bif | gacv | sklearn
+    folds: int | str = 10
+    order: object = None
+    epsilon: float | None = None
+
+
+def criteria_for(machine: str) -> list[Criterion]:
+    """The criteria compared for ``machine``, reference (``exact t=10``) first."""
+    out = [Criterion(REFERENCE, "exact", 10)]
+    out += [Criterion(f"exact t={t}", "exact", t) for t in FOLDS if t != 10]
+    if machine in ("krr", "lssvm"):
+        out.append(Criterion("closed-form t=10", "closed-form", 10))
+    out.append(Criterion("BIF r=5", "bif", 10, order=5))
+    out.append(Criterion("BIF auto", "bif", 10, order="auto"))
+    out += [Criterion(f"eps-BIF {e:g}", "eps-bif", "auto", epsilon=e) for e in EPSILONS]
+    if machine not in ("krr", "lssvm"):
+        out.append(Criterion(SAFE, "bif-safe", 10, order="inf"))
+    if machine == "svm":
+        out.append(Criterion("GACV", "gacv", 10))
+    out.append(Criterion(f"sklearn {_sklearn_name(machine)}", "sklearn", 10))
+    return out
+
+
+def fast_criterion(machine: str) -> str:
+    """kernelcv's recommended criterion for ``machine`` (the one timed against sklearn)."""
+    return "closed-form t=10" if machine in ("krr", "lssvm") else SAFE
+
+
+def sklearn_criterion(machine: str) -> str:
+    return f"sklearn {_sklearn_name(machine)}"
+
+
+def _sklearn_name(machine):
+    return {"krr": "KernelRidge", "lssvm": "KernelRidge", "svr": "SVR"}.get(machine, "SVC")
+
+
+def run_criterion(criterion: Criterion, machine: str, kernel: str, grid: dict, X, y,
+                  X_test, y_test, fold_sets: dict, seed: int, *, confirm: int = 0,
+                  n_jobs: int = 1) -> dict:
+    """Select on ``(X, y)`` with ``criterion``, refit, and measure the test error.
+
+    Parameters
+    ----------
+    grid : ``{"gammas": [...]}`` (rbf) or ``{"degrees": [...]}`` (poly), plus ``"lams"``.
+    fold_sets : ``{t: fold ids}`` for t in 5, 10, 20, shared by all criteria.
+    seed : seed of the folds that granularity selection draws itself.
+
+    Returns
+    -------
+    dict
+        ``test_error``, ``seconds`` (selection only), ``best_params``, ``cv_error`` (the
+        criterion's value at the chosen candidate) and ``notes``; or ``{"error": message}``
+        when the criterion failed (the benchmark goes on).
+    """
+    try:
+        if criterion.family == "sklearn":
+            return _run_sklearn(machine, kernel, grid, X, y, X_test, y_test,
+                                fold_sets[10], n_jobs)
+        return _run_kernelcv(criterion, machine, kernel, grid, X, y, X_test, y_test,
+                             fold_sets, seed, confirm, n_jobs)
+    except KernelCVError as exc:
+        return {"error": str(exc)}
+    except (ValueError, np.linalg.LinAlgError) as exc:  # solver failure on one split
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _search_options(criterion, fold_sets, seed, confirm):
+    if criterion.family in ("exact", "closed-form"):
+        return {"method": criterion.family, "folds": fold_sets[criterion.folds]}
+    approximate = {"confirm": confirm, "recheck_degenerate": True}
+    if criterion.family == "bif-safe":
+        return {"method": "bif", "folds": fold_sets[10], "order": criterion.order,
+                "confirm": SAFE_CONFIRM, "recheck_degenerate": True}
+    if criterion.family == "gacv":
+        return {"method": "gacv", "folds": fold_sets[10], **approximate}
+    if criterion.family == "eps-bif":
+        return {"method": "bif", "folds": "auto", "epsilon": criterion.epsilon,
+                "random_state": seed, **approximate}
+    return {"method": "bif", "folds": fold_sets[10], "order": criterion.order, **approximate}
+
+
+def _machine_options(machine):
+    if machine == "svm":
+        return {"huber_width": HUBER_WIDTH}
+    if machine == "svr":
+        return {"huber_width": HUBER_WIDTH, "epsilon": SVR_EPSILON}
+    return {}
+
+
+def _run_kernelcv(criterion, machine, kernel, grid, X, y, X_test, y_test, fold_sets, seed,
+                  confirm, n_jobs):
+    options = _search_options(criterion, fold_sets, seed, confirm)
+    kernel_grid = ({"gammas": grid["gammas"]} if kernel != "poly"
+                   else {"degrees": grid["degrees"], "gamma": 1.0, "coef0": 1.0})
+    tic = time.perf_counter()
+    result = grid_search(X, y, machine, kernel=kernel, lams=grid["lams"], **kernel_grid,
+                         huber_width=HUBER_WIDTH, svr_epsilon=SVR_EPSILON, n_jobs=n_jobs,
+                         **options)
+    seconds = time.perf_counter() - tic
+    params = dict(result.best_params)
+    model = ESTIMATORS[machine](**params, **_machine_options(machine)).fit(X, y)
+    best = result.best
+    return {"test_error": _test_error(machine, model.predict(X_test), y_test),
+            "seconds": seconds, "best_params": params,
+            "cv_error": best["score"], "notes": list(result.notes)}
+
+
+def sklearn_search(machine, kernel, grid, n_train):
+    """The scikit-learn estimator, its parameter grid (in sklearn's units) and scoring."""
+    kernel_grid = ({"gamma": list(grid["gammas"])} if kernel != "poly"
+                   else {"degree": list(grid["degrees"])})
+    fixed = {"kernel": kernel}
+    if kernel == "poly":
+        fixed.update(gamma=1.0, coef0=1.0)
+    lams = np.asarray(grid["lams"], dtype=np.float64)
+    if machine in ("krr", "lssvm"):
+        estimator = KernelRidge(**fixed)
+        param_grid = {**kernel_grid, "alpha": list(n_train * lams)}
+        scoring = "neg_mean_squared_error" if machine == "krr" else _sign_accuracy
+    else:
+        estimator = (SVR(epsilon=SVR_EPSILON, **fixed) if machine == "svr"
+                     else SVC(**fixed))
+        param_grid = {**kernel_grid, "C": list(1.0 / (2.0 * n_train * lams))}
+        scoring = "neg_mean_squared_error" if machine == "svr" else "accuracy"
+    return estimator, param_grid, scoring
+
+
+def _sign_accuracy(estimator, X, y):
+    """Accuracy of ``sign(f)`` for a regressor used as a classifier (f = 0 counts as +1)."""
+    return float(np.mean(np.where(estimator.predict(X) >= 0, 1.0, -1.0) == y))
+
+
+def _run_sklearn(machine, kernel, grid, X, y, X_test, y_test, fold_ids, n_jobs):
+    estimator, param_grid, scoring = sklearn_search(machine, kernel, grid, X.shape[0])
+    search = GridSearchCV(estimator, param_grid, scoring=scoring,
+                          cv=PredefinedSplit(fold_ids), refit=False, n_jobs=n_jobs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tic = time.perf_counter()
+        search.fit(X, y)
+        seconds = time.perf_counter() - tic
+        best = search.best_params_
+        model = estimator.set_params(**best).fit(X, y)
+        predictions = model.predict(X_test)
+    if machine == "lssvm":
+        predictions = np.where(predictions >= 0, 1.0, -1.0)
+    notes = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}"
+                    for w in caught})
+    return {"test_error": _test_error(machine, predictions, y_test), "seconds": seconds,
+            "best_params": {k: float(v) for k, v in best.items()},
+            "cv_error": float(-search.best_score_) if machine in ("krr", "svr")
+            else float(1.0 - search.best_score_), "notes": notes[:3]}
+
+
+def _test_error(machine, predictions, y_test) -> float:
+    if machine in ("krr", "svr"):
+        return float(np.mean((predictions - y_test) ** 2))
+    return float(np.mean(predictions != y_test))

@@ -1,0 +1,100 @@
+"""Markdown and JSON renderings of a ``kernelcv bench`` report (O(size of the report)).
+
+The Markdown has, per machine ("table"), one table of test errors and one of selection
+seconds (rows: data sets, columns: criteria, cells ``mean ± std`` over the splits), a
+speed table against scikit-learn, the BIF convergence numbers and the skipped sets.
+A test-error cell is marked ``↑`` (significantly worse) or ``↓`` (significantly better)
+when the paired t statistic against the reference criterion exceeds the threshold.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ..selection.report import jsonable
+
+
+def _num(value, digits=3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    if abs(value) >= 100 or (value != 0 and abs(value) < 10 ** -digits):
+        return f"{value:.3g}"
+    return f"{value:.{digits}f}"
+
+
+def _cell(entry: dict, key: str, digits=3, mark=False) -> str:
+    if entry is None or entry.get(f"{key}_mean") is None:
+        return "failed" if entry and entry.get("failures") else "–"
+    std = entry[f"{key}_std"]
+    text = f"{_num(entry[f'{key}_mean'], digits)} ± {std:.{digits}f}"
+    if mark:
+        text += {"worse": " ↑", "better": " ↓"}.get(entry.get("significant", ""), "")
+    if entry.get("failures"):
+        text += f" ({entry['failures']} failed)"
+    return text
+
+
+def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def to_markdown(report: dict) -> str:
+    """The whole report as Markdown (tables plus a short legend)."""
+    out = [f"# kernelcv bench ({report['mode']} mode)", ""]
+    out.append(
+        f"{report['splits']} random 50/50 splits (seed {report['seed']}); grid "
+        f"{report['grid']['description']}; selection on the training half, test error on "
+        f"the other half (0-1 error, or MSE of standardised targets). Cells: mean ± std "
+        f"over splits. ↑ / ↓: paired t against **{report['reference']}** above "
+        f"{report['t_threshold']} (significantly worse / better). Seconds: selection "
+        f"only, OMP_NUM_THREADS={report['environment'].get('OMP_NUM_THREADS') or 'unset'}.")
+    out.append("")
+    for table in report["tables"]:
+        if not table["sets"]:
+            continue
+        names = list(dict.fromkeys(c for s in table["sets"] for c in s["criteria"]))
+        metric = "0-1 test error" if table["metric"] == "0-1" else "test MSE"
+        for key, what, digits in (("test_error", metric, 3), ("seconds", "selection seconds", 2)):
+            out += [f"## {table['title']} — {what}", ""]
+            rows = []
+            for entry in table["sets"]:
+                label = f"{entry['set']} ({entry['n_train']})"
+                rows.append([label] + [_cell(entry["criteria"].get(name), key, digits,
+                                             mark=key == "test_error") for name in names])
+            out += _markdown_table(["data (n train)", *names], rows) + [""]
+    if report.get("speed"):
+        out += ["## Speed against scikit-learn (selection seconds, mean over splits)", ""]
+        rows = [[r["table"], r["set"], r["fast"], _num(r["kernelcv_seconds"], 2),
+                 _num(r.get("exact_seconds"), 2), r["sklearn"], _num(r["sklearn_seconds"], 2),
+                 _ratio(r["ratio"])] for r in report["speed"]]
+        out += _markdown_table(["table", "data", "kernelcv criterion", "kernelcv s",
+                                "kernelcv exact t=10 s", "scikit-learn", "scikit-learn s",
+                                "ratio (sklearn / kernelcv)"], rows) + [""]
+    for curve in report.get("convergence", []):
+        out += [f"## BIF convergence: {curve['label']} on {curve['set']} "
+                f"(gamma = {curve['gamma']:.4g}, lam = {curve['lam']:.4g}, "
+                f"{curve['n_folds']} folds, exact CV error {_num(curve['exact_cv_error'])})",
+                ""]
+        header = ["r", *[str(o) for o in curve["orders"]]]
+        rows = [["mean abs prediction gap", *[_num(v, 4) for v in curve["prediction_gap"]]],
+                ["abs CV error gap", *[_num(v, 4) for v in curve["cv_gap"]]]]
+        out += _markdown_table(header, rows) + [""]
+    if report.get("skipped"):
+        out += ["## Skipped", ""]
+        out += [f"* {s['set']}: {s['reason']}" for s in report["skipped"]] + [""]
+    timings = report["timings"]
+    out.append(f"Total run time {timings['total_seconds']:.0f} s wall, "
+               f"{timings.get('cpu_seconds') or 0:.0f} s CPU of this process.")
+    return "\n".join(out) + "\n"
+
+
+def _ratio(value) -> str:
+    return "–" if value is None else f"{value:.1f}×"
+
+
+def to_json(report: dict) -> str:
+    """The report as indented JSON (non-finite floats as null)."""
+    return json.dumps(jsonable(report), indent=2, allow_nan=False) + "\n"
