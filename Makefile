@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo bench bench-select bench-tune bench-hypothetical bench-papers lint clean
+.PHONY: test test-slow demo bench bench-select bench-tune bench-hypothetical bench-papers bench-rff lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,9 @@ bench-tune: $(STAMP)
 
 bench-hypothetical: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_hypothetical.py --figures docs/figures
+
+bench-rff: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_rff.py ratsch --folds 5 --features 100
 
 bench-papers: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m kernelcv bench --quick --out bench-results

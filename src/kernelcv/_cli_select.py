@@ -77,8 +77,12 @@ def add_arguments(parser, order_arg, budget_arg, data_help):
                         help="rbf/laplace widths sigma, as gamma = 1/(2 sigma^2)")
     grid.add_argument("--degree-grid", metavar="D",
                       help="poly degrees, e.g. 1..8 or 2,3,5 (default 1..8)")
-    grid.add_argument("--lam-grid", metavar="L",
-                      help="lam values (default 2^i/n, i = -3..11)")
+    lam_grid = grid.add_mutually_exclusive_group()
+    lam_grid.add_argument("--lam-grid", metavar="L",
+                          help="lam values (default 2^i/n, i = -3..11)")
+    lam_grid.add_argument("--C-grid", dest="c_grid", metavar="C",
+                          help="SVC-style C values instead of lam: lam = 1/(2 n C) "
+                               "(default with --method rff: 2^-5,2^-3..2^15)")
     grid.add_argument("--gamma", type=float, metavar="G",
                       help="fixed gamma of the poly kernel (default 1)")
     grid.add_argument("--coef0", type=float, default=1.0, metavar="C",
@@ -101,6 +105,20 @@ def add_arguments(parser, order_arg, budget_arg, data_help):
     cv.add_argument("--granularity", choices=RULES, default="adaptive",
                     help="with --folds auto: order from the observed series (adaptive, "
                          "default) or from the paper's bound")
+    space = parser.add_argument_group(
+        "random features (--method rff; default grids gamma = 2^-15,2^-13..2^9, "
+        "C = 2^-5..2^15 step 2^2)")
+    space.add_argument("--features", type=int, metavar="D",
+                       help="number of random features (default 30)")
+    space.add_argument("--feature-map", choices=("rff", "nystroem"),
+                       help="random Fourier features (default) or Nystroem landmarks")
+    space.add_argument("--feature-loss", choices=("squared_hinge", "hinge", "square"),
+                       help="loss of the linear machine in feature space (default "
+                            "squared_hinge for svm/l2svm, square for krr/lssvm)")
+    space.add_argument("--final", choices=("auto", "kernel", "linear"),
+                       help="model behind the --test error: exact SVC/kernel fit at the "
+                            "chosen values (kernel), the linear model in feature space "
+                            "(linear) or auto (kernel up to 100,000 samples; default)")
     safe = parser.add_argument_group("safeguards")
     safe.add_argument("--confirm", type=int, default=3, metavar="K",
                       help="confirm the best K candidates by exact refit CV (default 3)")
@@ -175,6 +193,18 @@ def run_command(args, parser):
         gammas = [sigma_to_gamma(s) for s in _grid(args.sigma_grid, "--sigma-grid", "sigma")]
     degrees = _grid(args.degree_grid, "--degree-grid", "degree", integer=True)
     lams = _grid(args.lam_grid, "--lam-grid", "lam")
+    cs = _grid(args.c_grid, "--C-grid", "C")
+    feature_options = {"features": args.features, "feature_map": args.feature_map,
+                       "feature_loss": args.feature_loss, "final": args.final}
+    if args.method != "rff":
+        given = [f"--{k.replace('_', '-')}" for k, v in feature_options.items()
+                 if v is not None]
+        if given:
+            raise KernelCVError(f"{', '.join(given)} belong(s) to --method rff")
+    if args.features is not None and args.features < 1:
+        raise KernelCVError(f"argument --features: the number of random features must be "
+                            f"at least 1, got {args.features}")
+    feature_options = {k: v for k, v in feature_options.items() if v is not None}
     progress = _Progress(not args.no_progress)
     try:
         return run_select(
@@ -188,7 +218,8 @@ def run_command(args, parser):
             recheck_degenerate=not args.no_safeguards,
             seed=0 if args.seed is None else args.seed, test=args.test,
             out=args.out, plot=args.plot, checkpoint=args.checkpoint, n_jobs=args.n_jobs,
-            scheduler=args.scheduler, memory_budget=args.memory_budget, progress=progress)
+            scheduler=args.scheduler, memory_budget=args.memory_budget, progress=progress,
+            Cs=cs, **feature_options)
     finally:
         progress.close()
 
@@ -199,6 +230,11 @@ def render(report, top=DEFAULT_TOP):
     metric = {"0-1": "0-1 error", "mse": "MSE"}.get(report["metric"], report["metric"])
     best = report["best_params"]
     method = report["method"]
+    if method == "rff":
+        space = report["feature_space"]
+        method += (f"  (D = {space['features']} {space['feature_map']} features, "
+                   f"{space['feature_loss']} loss, memory ~"
+                   f"{space['memory_estimate'] / 2**20:.3g} MiB)")
     if method == "bif":
         method += "  (folds auto, granularity " + str(report.get("granularity")) + ")" \
             if report["folds"] == "auto" else f"  (order {report['order']})"
@@ -217,8 +253,13 @@ def render(report, top=DEFAULT_TOP):
         ("best CV error", f"{_num(report['best_cv_error'])}  ({metric})"),
     ]
     if report.get("test") is not None:
+        model = ""
+        if report.get("final_model"):
+            model = {"kernel": ", exact kernel fit", "linear": ", linear model in feature "
+                     "space"}[report["final_model"]]
+            rows.append(("final fit", _seconds(timings["final_seconds"])))
         rows.append(("test error", f"{_num(report['test_error'])}  ({metric}, "
-                                   f"{report['test']})"))
+                                   f"{report['test']}{model})"))
     if report.get("confirmed"):
         rows.append(("confirmed", f"{len(report['confirmed'])} best candidates by exact "
                                   "refit CV"))

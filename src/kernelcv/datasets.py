@@ -34,6 +34,7 @@ __all__ = [
     "SUPPORTED_FORMATS",
     "load_data",
     "load_demo_data",
+    "load_train_test",
     "make_synthetic",
     "read_fold_ids",
 ]
@@ -88,6 +89,45 @@ def load_data(path):
     if kind == "csv":
         return _load_csv(path)
     return _load_npz(path)
+
+
+def load_train_test(train, test):
+    """Load a training and a test file so that their feature columns agree.
+
+    Two svmlight files are parsed **together** (:func:`sklearn.datasets.load_svmlight_files`):
+    the zero-/one-based index detection looks at both files and both matrices get the
+    larger number of columns, so a test file whose highest feature index is smaller (or
+    larger) than the training file's still lines up. Other formats are loaded one by one
+    (their column count is checked by the caller).
+
+    Returns
+    -------
+    X, y, X_test, y_test
+
+    Raises
+    ------
+    KernelCVError
+        As :func:`load_data`, naming the offending file.
+    """
+    train, test = Path(train), Path(test)
+    if _format_of(train) != "svmlight" or _format_of(test) != "svmlight":
+        return (*load_data(train), *load_data(test))
+    from sklearn.datasets import load_svmlight_files
+
+    blobs = [_read_bytes(train), _read_bytes(test)]
+    try:
+        X, y, X_test, y_test = load_svmlight_files([io.BytesIO(b) for b in blobs],
+                                                   dtype=np.float64)
+    except (ValueError, TypeError, OverflowError):
+        for path, blob in zip((train, test), blobs, strict=True):
+            _parse_svmlight(path, blob)  # raises the one-line error of the bad file
+        raise KernelCVError(f"{train}, {test}: cannot read the two svmlight files "
+                            "together") from None
+    for path, matrix in ((train, X), (test, X_test)):
+        if matrix.shape[0] == 0:
+            raise KernelCVError(f"{path}: the file is empty (no samples)")
+    return (_int32_csr(X), np.asarray(y, dtype=np.float64), _int32_csr(X_test),
+            np.asarray(y_test, dtype=np.float64))
 
 
 def read_fold_ids(path, n_samples):
@@ -304,9 +344,12 @@ def _one_line(exc):
 
 
 def _load_svmlight(path):
+    return _parse_svmlight(path, _read_bytes(path))
+
+
+def _parse_svmlight(path, data):
     from sklearn.datasets import load_svmlight_file
 
-    data = _read_bytes(path)
     try:
         X, y = load_svmlight_file(io.BytesIO(data), dtype=np.float64)
     except (ValueError, TypeError, OverflowError) as exc:
@@ -317,13 +360,17 @@ def _load_svmlight(path):
             "lines like 'label index:value index:value ...' with increasing indices") from None
     if X.shape[0] == 0:
         raise KernelCVError(f"{path}: the file is empty (no samples)")
+    return _int32_csr(X), np.asarray(y, dtype=np.float64)
+
+
+def _int32_csr(X):
     X = X.tocsr()
     if max(X.nnz, *X.shape) <= np.iinfo(np.int32).max:
         # scikit-learn's reader gives int64 indices; some of its sparse routines (e.g.
         # manhattan_distances) accept only scipy's usual int32 indices.
         X.indices = X.indices.astype(np.int32)
         X.indptr = X.indptr.astype(np.int32)
-    return X, np.asarray(y, dtype=np.float64)
+    return X
 
 
 def _first_bad_svmlight_line(data):

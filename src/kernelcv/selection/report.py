@@ -19,7 +19,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..datasets import load_data, read_fold_ids
+from ..datasets import load_data, load_train_test, read_fold_ids
 from ..exceptions import KernelCVError
 from ..kernels import GramFactory
 from ..machines import make_machine
@@ -27,12 +27,15 @@ from ..validation import check_data
 from .backends import run_tasks
 from .search import APPROXIMATE, grid_search
 from .search_cv import ESTIMATORS
-from .tasks import evaluate_setting, exact_candidate
+from .tasks import evaluate_setting, exact_candidate, fit_final
 
 REPORT_NAME = "report.json"
 HEATMAP_NAME = "cv_heatmap.png"
 CURVE_NAME = "cv_curve.png"
 CURVE_ORDERS = (1, 3)  # BIF orders drawn in the CV-curve figure
+FINALS = ("auto", "kernel", "linear")
+# Up to this many samples the CV-curve figure of an rff search adds exact refit CV.
+RFF_EXACT_CURVE_LIMIT = 2000
 
 
 def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=None,
@@ -40,7 +43,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                lams=None, gamma=None, coef0=1.0, huber_width=0.01, svr_epsilon=0.1,
                fit_intercept=None, confirm=3, recheck_degenerate=True, seed=0, test=None,
                out=None, plot=False, checkpoint=None, n_jobs=1, scheduler=None,
-               memory_budget=None, progress=None) -> dict:
+               memory_budget=None, progress=None, Cs=None, features=30, feature_map="rff",
+               feature_loss=None, final="auto") -> dict:
     """Select the kernel parameter and lam of a machine on a data file; optionally test.
 
     Parameters
@@ -53,6 +57,10 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         parameter at the best lam, for the search's method and exact refit CV).
     fold_ids : file with one fold id per training sample (instead of ``folds``; ``seed``
         is then unused and reported as None).
+    final : ``method="rff"`` with ``test``: the model whose test error is reported --
+        ``"kernel"`` (one exact SVC / kernel fit at the chosen gamma and
+        ``C = 1/(2 n lam)``), ``"linear"`` (the linear model in feature space) or
+        ``"auto"`` (kernel up to 100,000 samples, linear beyond, with a note).
     Other parameters: as :func:`kernelcv.selection.search.grid_search`.
 
     Returns
@@ -63,6 +71,10 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         ``rechecked``, ``timings``, ``files`` and the search settings.
     """
     tic = time.perf_counter()
+    if final not in FINALS:
+        raise KernelCVError(f"final must be one of {', '.join(FINALS)}, got {final!r}")
+    if final != "auto" and method != "rff":
+        raise KernelCVError("--final chooses the final model of --method rff")
     if plot and out is None:
         raise KernelCVError("--plot writes PNG files: give an output folder with --out DIR")
     if out is not None:
@@ -71,10 +83,15 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         from ..plotting import _figure_class
 
         _figure_class()  # fails now, with advice, if matplotlib is missing
-    X, y = load_data(data)
     X_test = y_test = None
-    if test is not None:
-        X_test, y_test = load_data(test)
+    if test is None:
+        X, y = load_data(data)
+    else:
+        X, y, X_test, y_test = load_train_test(data, test)
+        if sp.issparse(X) and sp.issparse(X_test):
+            # Read together, both have the wider file's columns; the test file may not use
+            # features the training file never has.
+            X, X_test = _used_columns(X, X_test)
         X_test = _match_features(X_test, X.shape[1], test)
         y_test = _check_test_data(X_test, y_test, X, y, machine, huber_width, svr_epsilon,
                                   fit_intercept, test)
@@ -92,14 +109,25 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         epsilon=epsilon, granularity=granularity, confirm=confirm,
         recheck_degenerate=recheck_degenerate, random_state=seed, n_jobs=n_jobs,
         scheduler=scheduler, checkpoint=checkpoint, progress=progress,
-        memory_budget=memory_budget)
+        memory_budget=memory_budget, Cs=Cs, features=features, feature_map=feature_map,
+        feature_loss=feature_loss)
     report = result.to_dict()
     report.update({"data": str(data), "test": None if test is None else str(test),
                    "fold_ids": fold_path, "seed": seed, "epsilon": epsilon,
                    "granularity": granularity if auto else None})
 
     report["test_error"] = None
-    if test is not None:
+    if test is not None and method == "rff":
+        final_tic = time.perf_counter()
+        model, kind, notes = fit_final(X, y, result, final, memory_budget)
+        report["timings"]["final_seconds"] = time.perf_counter() - final_tic
+        report["final_model"] = kind
+        report["notes"].extend(notes)
+        test_tic = time.perf_counter()
+        predicted = model.predict(X_test)
+        report["test_error"] = _prediction_error(predicted, y_test, result.metric)
+        report["timings"]["test_seconds"] = time.perf_counter() - test_tic
+    elif test is not None:
         test_tic = time.perf_counter()
         report["test_error"] = _test_error(result, X, y, X_test, y_test, machine,
                                            huber_width, svr_epsilon, fit_intercept,
@@ -153,6 +181,17 @@ def _check_writable_folder(out):
             raise KernelCVError(f"--out {out}: the parent folder {target} does not exist")
     if not os.access(target, os.W_OK | os.X_OK):
         raise KernelCVError(f"--out {out}: folder {target} is not writable")
+
+
+def _used_columns(X, X_test):
+    """Both matrices cut to the training file's highest used column, if the test fits."""
+    def used(M):
+        return int(M.indices.max()) + 1 if M.nnz else 0
+
+    width = used(X)
+    if used(X_test) > width:
+        return X[:, :width], X_test  # refused by _match_features, with the column counts
+    return X[:, :width], X_test[:, :width]
 
 
 def _match_features(X_test, n_features, path):
@@ -223,6 +262,12 @@ def _test_error(result, X, y, X_test, y_test, machine, huber_width, svr_epsilon,
     return float(np.mean((estimator.predict(X_test) - np.asarray(y_test, float)) ** 2))
 
 
+def _prediction_error(predicted, y_test, metric):
+    if metric == "0-1":
+        return float(np.mean(predicted != np.asarray(y_test)))
+    return float(np.mean((predicted - np.asarray(y_test, float)) ** 2))
+
+
 def _figures(result, X, y, memory_budget, progress) -> dict[str, bytes]:
     """The heatmap and the CV-curve figure as PNG bytes."""
     from ..plotting import cv_curve_figure, heatmap_figure
@@ -232,6 +277,11 @@ def _figures(result, X, y, memory_budget, progress) -> dict[str, bytes]:
     label = f"{result.folds}-fold CV {metric} ({result.method})"
     if result.method == "gacv":
         label = "GACV"
+    rff = result.method == "rff"
+    if rff:
+        space = result.config
+        label = (f"{result.folds}-fold CV {metric} ({space['feature_map']}, "
+                 f"D = {space['features']})")
     figures = {}
     best = result.best
     if param is not None:
@@ -246,10 +296,11 @@ def _figures(result, X, y, memory_budget, progress) -> dict[str, bytes]:
         at_best.sort(key=lambda c: c[param])
         curves = {result.method: ([c[param] for c in at_best],
                                   [c["score"] for c in at_best])}
-        if result.method in APPROXIMATE:
-            curves["exact"] = ([c[param] for c in at_best],
-                               _exact_along(result, at_best, X, y, memory_budget, progress))
-        if result.config.get("folds") == "fixed":
+        if result.method in APPROXIMATE or (rff and y.shape[0] <= RFF_EXACT_CURVE_LIMIT):
+            name = f"exact refit ({result.machine})" if rff else "exact"
+            curves[name] = ([c[param] for c in at_best],
+                            _exact_along(result, at_best, X, y, memory_budget, progress))
+        if result.config.get("folds") == "fixed" and not rff:
             # Like Fig. 1 of the BIF paper: low truncation orders against the exact curve.
             for order in CURVE_ORDERS:
                 if result.method == "bif" and result.order == order:

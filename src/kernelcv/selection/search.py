@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..criteria.evaluate import METHODS as CV_METHODS
+from ..criteria.random_features import LOSSES, c_to_lam, paper_cs, paper_gammas
 from ..exceptions import KernelCVError
+from ..features import MAPS, check_feature_memory, check_n_features
 from ..kernels import KERNELS, GramFactory
 from ..machines import make_machine
 from ..memory import check_dense_budget
@@ -33,10 +35,13 @@ from .backends import run_tasks
 from .checkpoint import Checkpoint, fingerprint
 from .granularity import RULES, check_tolerance
 from .grids import check_grid, default_degrees, default_gammas, default_lams
-from .tasks import evaluate_setting, exact_candidate
+from .tasks import evaluate_setting, exact_candidate, feature_data
 
-METHODS = (*CV_METHODS, "gacv")
+METHODS = (*CV_METHODS, "gacv", "rff")
 APPROXIMATE = ("bif", "gacv")
+# Machines a random-feature search supports, with their default loss in feature space.
+FEATURE_LOSSES = {"svm": "squared_hinge", "l2svm": "squared_hinge", "lssvm": "square",
+                  "krr": "square"}
 # Confirmation may extend to this many times ``confirm`` candidates (see _safeguards).
 CONFIRM_LIMIT = 5
 # Dense n x n float64 matrices one task holds at its peak.
@@ -79,6 +84,7 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
     config: dict = field(default_factory=dict, repr=False)
     fold_ids: np.ndarray | None = field(default=None, repr=False)
+    feature_map: object = field(default=None, repr=False)
 
     @property
     def best(self) -> dict:
@@ -88,7 +94,10 @@ class SearchResult:
     def best_params(self) -> dict:
         best = self.best
         keys = ["kernel", "gamma", "degree", "coef0", "lam"]
-        return {key: best[key] for key in keys if key in best}
+        params = {key: best[key] for key in keys if key in best}
+        if self.method == "rff":
+            params["C"] = best["C"]
+        return params
 
     @property
     def best_cv_error(self):
@@ -106,6 +115,9 @@ class SearchResult:
             "best_cv_error": self.best_cv_error,
             "confirmed": self.confirmed, "rechecked": self.rechecked,
             "timings": self.timings, "notes": self.notes, "candidates": self.candidates,
+            **({"feature_space": {k: self.config[k] for k in (
+                "features", "feature_map", "feature_loss", "feature_seed",
+                "memory_estimate")}} if self.method == "rff" else {}),
         }
 
 
@@ -144,7 +156,8 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
                 granularity="adaptive", confirm=3, recheck_degenerate=True, average="pooled",
                 random_state=0, tol=1e-6, n_jobs=1, backend="auto", scheduler=None,
                 checkpoint=None, progress=None, memory_budget=None,
-                settings=None, setting_lams=None) -> SearchResult:
+                settings=None, setting_lams=None, Cs=None, features=30, feature_map="rff",
+                feature_loss=None) -> SearchResult:
     """Choose the kernel parameter and lam of a kernel machine by (approximate) CV.
 
     Parameters
@@ -156,8 +169,12 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         default ``2^i / n``, i = -3..11).
     gamma, degree, coef0 : fixed kernel parameters not searched (poly's gamma and coef0).
     huber_width, svr_epsilon, fit_intercept : machine options (see :func:`make_machine`).
-    method : {"exact", "closed-form", "bif", "gacv"}; default closed-form for krr/lssvm,
-        bif otherwise. ``gacv`` (svm only) ranks by Wahba's GACV, not by CV.
+    method : {"exact", "closed-form", "bif", "gacv", "rff"}; default closed-form for
+        krr/lssvm, bif otherwise. ``gacv`` (svm only) ranks by Wahba's GACV, not by CV.
+        ``rff`` (rbf kernel; svm, l2svm, krr, lssvm): exact t-fold CV of a linear machine
+        on D random features (Feng & Liao), O(n D) memory and time linear in n; no exact
+        refits (no safeguards); the default grids are then the paper's, gamma = 2^-15,
+        2^-13..2^9 and C = 2^-5, 2^-3..2^15.
     folds : int t, array of fold ids, or ``"auto"`` (granularity selection, bif only:
         t and r per lam from the tolerated error ``epsilon``).
     order : BIF order (int, ``"inf"`` or ``"auto"``); ignored with ``folds="auto"``.
@@ -179,6 +196,12 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     memory_budget : bytes or e.g. ``"8G"`` (see :mod:`kernelcv.memory`).
     settings, setting_lams : internal: explicit kernel settings (list of dicts) and one lam
         list per setting, used by :class:`KernelSearchCV`.
+    Cs : instead of ``lams``, SVC-style values C; ``lam = 1 / (2 n C)`` (divide
+        ``0.5||w||^2 + C sum loss`` by ``n C`` to get the mean-loss form).
+    features, feature_map, feature_loss : ``rff`` only: D (default 30), ``"rff"`` (random
+        Fourier features) or ``"nystroem"``, and the loss of the linear machine in feature
+        space (``"squared_hinge"`` for svm/l2svm, ``"square"`` for krr/lssvm by default;
+        ``"hinge"`` runs LIBLINEAR's L1-loss SVM as in the paper, slowly at large C).
 
     Returns
     -------
@@ -201,6 +224,13 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         raise KernelCVError(
             f"method 'closed-form' is exact only for krr and lssvm, not {machine!r}; "
             "use method='bif' (fast) or 'exact'")
+    if method == "rff":
+        _check_feature_options(machine, kernel, folds, features, feature_map, feature_loss)
+        feature_loss = feature_loss or FEATURE_LOSSES[machine]
+        if settings is None and gammas is None:
+            gammas = paper_gammas()
+    elif (features, feature_map, feature_loss) != (30, "rff", None):
+        raise KernelCVError("features, feature_map and feature_loss belong to method='rff'")
     if method == "gacv" and machine != "svm":
         raise KernelCVError(f"method 'gacv' is defined for the hinge SVM (machine 'svm'), "
                             f"not {machine!r}")
@@ -234,6 +264,12 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     if settings is None:
         settings, param_name = kernel_settings(kernel, gammas, degrees, gamma=gamma,
                                                degree=degree, coef0=coef0)
+        if Cs is not None:
+            if lams is not None:
+                raise KernelCVError("give either a lam grid or a C grid, not both")
+            lams = [float(v) for v in c_to_lam(check_grid(Cs, "C"), n)]
+        elif lams is None and method == "rff":
+            lams = [float(v) for v in c_to_lam(paper_cs(), n)]
         lam_values = check_grid(default_lams(n) if lams is None else lams, "lam")
         setting_lams = [lam_values] * len(settings)
     else:
@@ -246,9 +282,12 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         base_folds = n
     fold_ids = make_folds(y, base_folds, machine_spec.is_classifier, random_state)
     workers = _n_workers(n_jobs, backend, scheduler)
-    check_dense_budget(n, n, _MATRICES[method] * workers,
-                       f"method {method!r} on {n} samples with {workers} worker(s)",
-                       memory_budget)
+    if method == "rff":
+        estimate = check_feature_memory(X, features, feature_map, workers, memory_budget)
+    else:
+        check_dense_budget(n, n, _MATRICES[method] * workers,
+                           f"method {method!r} on {n} samples with {workers} worker(s)",
+                           memory_budget)
 
     config = {
         "machine": machine, "huber_width": float(huber_width),
@@ -258,16 +297,25 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         "granularity": granularity, "random_state": random_state,
         "memory_budget": memory_budget,
     }
+    if method == "rff":
+        config.update({"features": int(features), "feature_map": feature_map,
+                       "feature_loss": feature_loss, "feature_seed": random_state,
+                       "classifier": machine_spec.is_classifier,
+                       "memory_estimate": int(estimate)})
     store = None
     if checkpoint is not None:
         # The memory budget does not change results, so it may differ on resume.
-        identity = {k: v for k, v in config.items() if k != "memory_budget"}
+        identity = {k: v for k, v in config.items()
+                    if k not in ("memory_budget", "memory_estimate")}
         key = fingerprint(X, y, fold_ids, {"config": identity, "settings": settings,
                                            "lams": setting_lams})
         store = Checkpoint(checkpoint, key, len(settings))
 
     parallel = workers > 1 or scheduler is not None
-    data = X if parallel else GramFactory(X, memory_budget=memory_budget)
+    if method == "rff":
+        data = feature_data(X, config)  # the O(nnz(X) D) product, once for every gamma
+    else:
+        data = X if parallel else GramFactory(X, memory_budget=memory_budget)
     shared = {"data": data, "y": y, "fold_ids": fold_ids, "config": config}
 
     search_tic = time.perf_counter()
@@ -291,8 +339,8 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
             candidates.append({"setting": index, **setting, "method": method,
                                "order": order, **record, "exact_error": None})
     for candidate in candidates:
-        candidate["status"] = "approximate" if method in APPROXIMATE else "exact"
-        if method not in APPROXIMATE:
+        candidate["status"] = "approximate" if method in (*APPROXIMATE, "rff") else "exact"
+        if method not in (*APPROXIMATE, "rff"):
             candidate["exact_error"] = _error(candidate, average)
         if average == "folds" and candidate["fold_errors"] is not None:
             candidate["score"] = float(np.mean(candidate["fold_errors"]))
@@ -305,6 +353,8 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     _rank(candidates)
     confirm_seconds = time.perf_counter() - confirm_tic
     notes = []
+    if method == "rff":
+        notes.extend(_edge_notes(candidates, best_index, config["features"]))
     if mapping is not None and set(mapping.values()) != {-1, 1}:
         notes.append(f"labels {mapping[-1]!r}/{mapping[1]!r} mapped to -1/+1")
     return SearchResult(
@@ -314,7 +364,53 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         confirmed=confirmed, rechecked=rechecked,
         timings={"search_seconds": search_seconds, "confirm_seconds": confirm_seconds,
                  "total_seconds": time.perf_counter() - total_tic},
-        label_mapping=mapping, notes=notes, config=config, fold_ids=fold_ids)
+        label_mapping=mapping, notes=notes, config=config, fold_ids=fold_ids,
+        feature_map=data["map"] if method == "rff" else None)
+
+
+def _edge_notes(candidates, best_index, features):
+    """A warning when the random-feature choice lies on the edge of the grid."""
+    best = candidates[best_index]
+    gammas = [c["gamma"] for c in candidates]
+    lams = [c["lam"] for c in candidates]
+    edges = []
+    if best["gamma"] in (min(gammas), max(gammas)) and len(set(gammas)) > 1:
+        edges.append("gamma")
+    if best["lam"] in (min(lams), max(lams)) and len(set(lams)) > 1:
+        edges.append("C")
+    if not edges:
+        return []
+    note = f"the chosen {' and '.join(edges)} lie(s) on the edge of the grid"
+    if best["gamma"] == min(gammas) and len(set(gammas)) > 1:
+        return [f"{note}: with D = {features} features a nearly linear model (smallest "
+                "gamma) often wins because the features cannot resolve narrower kernels; "
+                "try more features (e.g. --features 300 --feature-loss square) before "
+                "trusting it"]
+    return [f"{note}; consider extending the grid (the exact SVC fit at a large C can be "
+            "slow)"]
+
+
+def _check_feature_options(machine, kernel, folds, features, feature_map, feature_loss):
+    """Options of the random-feature search, checked before any work."""
+    if machine not in FEATURE_LOSSES:
+        raise KernelCVError(f"method 'rff' supports the machines {', '.join(FEATURE_LOSSES)}, "
+                            f"not {machine!r}")
+    if kernel != "rbf":
+        raise KernelCVError(f"method 'rff' approximates the Gaussian (rbf) kernel, not "
+                            f"{kernel!r}; use --kernel rbf or another method")
+    if isinstance(folds, str):
+        raise KernelCVError("folds='auto' chooses BIF orders; give method 'rff' a number "
+                            "of folds (the paper uses 5 or 10)")
+    check_n_features(features)
+    if feature_map not in MAPS:
+        raise KernelCVError(f"unknown feature map {feature_map!r}; choose one of "
+                            f"{', '.join(MAPS)}")
+    if feature_loss is not None and feature_loss not in LOSSES:
+        raise KernelCVError(f"unknown feature-space loss {feature_loss!r}; choose one of "
+                            f"{', '.join(LOSSES)}")
+    if feature_loss in ("hinge", "squared_hinge") and machine in ("krr", "lssvm"):
+        raise KernelCVError(f"the {feature_loss} loss is a classification loss; "
+                            f"{machine} uses feature_loss='square'")
 
 
 def _report(progress, stage, done, total):

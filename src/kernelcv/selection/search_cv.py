@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted
 
+from ..criteria.random_features import c_to_lam, paper_cs, paper_gammas
 from ..estimators import (
     HuberSVMClassifier,
     HuberSVMRegressor,
@@ -20,6 +21,7 @@ from ..estimators._base import _resolve_gamma
 from ..exceptions import KernelCVError
 from .grids import default_gammas, default_lams
 from .search import grid_search
+from .tasks import fit_final
 
 ESTIMATORS = {
     "krr": KernelRidgeRegressor,
@@ -75,6 +77,17 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
     checkpoint : path, default=None
         JSON Lines file recording finished kernel settings; a rerun resumes from it.
     memory_budget : int or str, default=None
+    features : int, default=30
+        ``method="rff"``: the number D of random features.
+    feature_map : {"rff", "nystroem"}, default="rff"
+        ``method="rff"``: random Fourier features or Nystroem landmarks.
+    feature_loss : {"squared_hinge", "hinge", "square"}, default=None
+        ``method="rff"``: loss of the linear machine in feature space (default
+        squared_hinge for svm/l2svm, square for krr/lssvm).
+    final : {"auto", "kernel", "linear"}, default="auto"
+        ``method="rff"``: ``best_estimator_`` is the exact kernel machine (scikit-learn's
+        SVC with ``C = 1/(2 n lam)`` for svm/l2svm), the linear model in feature space,
+        or (auto) the kernel machine up to 100,000 samples and the linear one beyond.
 
     Attributes
     ----------
@@ -91,6 +104,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     Notes
     -----
+    With ``method="rff"`` the default grid is Feng & Liao's (gamma = 2^-15, 2^-13..2^9,
+    lam = 1/(2 n C) for C = 2^-5, 2^-3..2^15) and no candidate is refit exactly.
     Scores are averaged over folds without weights, as in GridSearchCV. Fold-out models
     keep the same lam (the objective is normalised by the number of training points), so
     with ``method="exact"`` the choice equals ``GridSearchCV`` over the same estimator
@@ -100,7 +115,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
     def __init__(self, estimator="krr", param_grid=None, *, method=None, folds=10,
                  order="inf", epsilon=None, granularity="adaptive", confirm=3,
                  recheck_degenerate=True, refit=True, n_jobs=None, backend="auto",
-                 scheduler=None, random_state=0, checkpoint=None, memory_budget=None):
+                 scheduler=None, random_state=0, checkpoint=None, memory_budget=None,
+                 features=30, feature_map="rff", feature_loss=None, final="auto"):
         self.estimator = estimator
         self.param_grid = param_grid
         self.method = method
@@ -117,6 +133,10 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.random_state = random_state
         self.checkpoint = checkpoint
         self.memory_budget = memory_budget
+        self.features = features
+        self.feature_map = feature_map
+        self.feature_loss = feature_loss
+        self.final = final
 
     def _base_estimator(self):
         if isinstance(self.estimator, str):
@@ -132,7 +152,9 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     def _candidates(self, base, X, n):
         grid = self.param_grid
-        if grid is None:
+        if grid is None and self.method == "rff":
+            grid = {"gamma": paper_gammas(), "lam": [float(v) for v in c_to_lam(paper_cs(), n)]}
+        elif grid is None:
             grid = {"gamma": default_gammas(), "lam": default_lams(n)}
         candidates = list(ParameterGrid(grid))
         if not candidates:
@@ -176,6 +198,12 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         candidates, settings, setting_lams, order, keys = self._candidates(
             base, X_checked, n)
         options = base._machine_options()
+        rff = self.method == "rff"
+        if rff and self.final not in ("auto", "kernel", "linear"):
+            raise KernelCVError(f"final must be 'auto', 'kernel' or 'linear', got "
+                                f"{self.final!r}")
+        feature_options = {"features": self.features, "feature_map": self.feature_map,
+                           "feature_loss": self.feature_loss} if rff else {}
         kernels = {s["kernel"] for s in settings}
         result = grid_search(
             X_checked, np.asarray(y), base._machine_name, kernel=kernels.pop() if len(
@@ -187,7 +215,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             confirm=self.confirm, recheck_degenerate=self.recheck_degenerate,
             average="folds", random_state=self.random_state, n_jobs=self.n_jobs,
             backend=self.backend, scheduler=self.scheduler, checkpoint=self.checkpoint,
-            memory_budget=self.memory_budget, settings=settings, setting_lams=setting_lams)
+            memory_budget=self.memory_budget, settings=settings, setting_lams=setting_lams,
+            **feature_options)
         self.search_ = result
         lookup = {(order[c["setting"]], float(c["lam"])): i
                   for i, c in enumerate(result.candidates)}
@@ -206,7 +235,11 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                                  else self.cv_results_["mean_test_score"][self.best_index_])
         if is_classifier(base):
             self.classes_ = np.unique(np.asarray(y))
-        if self.refit:
+        if self.refit and rff:
+            self.best_estimator_, self.final_kind_, notes = fit_final(
+                X_checked, np.asarray(y), result, self.final, self.memory_budget)
+            result.notes.extend(notes)
+        elif self.refit:
             self.best_estimator_ = clone(base).set_params(**self.best_params_).fit(X, y)
         self.n_features_in_ = X_checked.shape[1]
         return self

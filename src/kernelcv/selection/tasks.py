@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._threads import blas_threads_for
 from ..criteria.closed_form import ClosedFormCV
@@ -78,6 +79,8 @@ def evaluate_setting(data, y, fold_ids, setting: dict, lams, config: dict) -> li
     Cost: one Gram matrix (O(n^2) from cached distances, O(n^2 d) otherwise) plus, per lam,
     what the criterion costs (see :func:`kernelcv.cross_validate`).
     """
+    if config["method"] == "rff":
+        return evaluate_features_setting(data, y, fold_ids, setting, lams, config)
     machine = machine_from_config(config)
     method = config["method"]
     with blas_threads_for(y.shape[0]):
@@ -172,3 +175,144 @@ def exact_candidate(data, y, fold_ids, setting: dict, lam: float, config: dict) 
         ev = evaluate_lam(K, y, fold_ids, float(lam), machine, "exact")
     return {"cv_error": ev.cv_error, "fold_errors": [float(e) for e in ev.fold_errors],
             "seconds": time.perf_counter() - tic}
+
+
+# --------------------------------------------------------------------------------------
+# random-feature search (method "rff")
+# --------------------------------------------------------------------------------------
+
+
+def feature_data(X, config: dict):
+    """The shared data of a feature-space search: the fitted map and its gamma-free base.
+
+    Computed once per data set (O(nnz(X) D)); every gamma reuses it.
+    """
+    from ..features import FeatureMap
+
+    with _feature_threads(X.shape[0], config["features"]):
+        fmap = FeatureMap(config["feature_map"], config["features"],
+                          config["feature_seed"]).fit(X)
+        return {"map": fmap, "base": fmap.base(X)}
+
+
+# Below this many features the D x D products are too small to share between BLAS
+# threads; idle spinning threads made a 400-sample search ~20x slower (measured).
+_THREADED_FEATURES = 300
+
+
+def _feature_threads(n, D):
+    return blas_threads_for(n if D >= _THREADED_FEATURES else 0)
+
+
+def evaluate_features_setting(data, y, fold_ids, setting, lams, config) -> list[dict]:
+    """All lam of one gamma in feature space (see :mod:`kernelcv.criteria.random_features`).
+
+    Returns records shaped like :func:`evaluate_setting`'s (``order_used`` None, never
+    degenerate) plus ``C = 1 / (2 n lam)``. Cost: O(n D) for the features plus the
+    loss's path (``square``: O(n D^2 + t D^3) for every lam; ``squared_hinge``: a few
+    Newton steps of O(n D^2) per fold and lam).
+    """
+    from ..criteria.random_features import lam_to_c, path_cv
+
+    tic = time.perf_counter()
+    n = y.shape[0]
+    with _feature_threads(n, config["features"]):
+        Z = data["map"].features(data["base"], setting["gamma"])
+        path = path_cv(Z, y, fold_ids, lams, config["feature_loss"],
+                       classifier=config["classifier"],
+                       random_state=config["feature_seed"])
+    setup = (time.perf_counter() - tic - path.seconds.sum()) / len(lams)
+    records = []
+    for k, lam in enumerate(lams):
+        errors = path.fold_errors[k]
+        records.append({
+            "lam": float(lam), "C": float(lam_to_c(lam, n)),
+            "score": float(path.cv_error[k]), "cv_error": float(path.cv_error[k]),
+            "fold_errors": [float(e) for e in errors],
+            "fold_sizes": [int(c) for c in path.fold_sizes],
+            "n_folds": int(path.fold_sizes.size), "order_used": None,
+            "degenerate": False, "heldout_ratio": None,
+            "seconds": float(path.seconds[k] + setup), "fit_seconds": float(path.seconds[k]),
+            "notes": list(path.notes) if k == 0 else [],
+        })
+    return records
+
+
+FINAL_KERNEL_LIMIT = 100_000  # samples beyond which final="auto" keeps the linear model
+FINAL_CACHE_MB = 1000  # LIBSVM kernel cache of the final SVC fit
+DENSE_FINAL_BYTES = 512 * 2**20  # densify sparse X up to this size for the final SVC
+
+
+def _to_dense(X):
+    return X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+
+
+def _to_csr32(X):
+    X = sp.csr_matrix(X, dtype=np.float64)
+    X.indices = X.indices.astype(np.int32)
+    X.indptr = X.indptr.astype(np.int32)
+    return X
+
+
+def fit_final(X, y, result, final="auto", memory_budget=None):
+    """The final model of a feature-space search at the chosen (gamma, lam).
+
+    ``final="kernel"``: the exact kernel machine -- scikit-learn's ``SVC(C = 1/(2 n lam),
+    gamma)`` (LIBSVM, hinge loss with intercept) for ``svm``/``l2svm``, the kernelcv
+    estimator for ``krr``/``lssvm``. ``"linear"``: the linear model in feature space
+    (:class:`kernelcv.features.LinearFeatureModel`), O(n D) memory. ``"auto"``: kernel up
+    to :data:`FINAL_KERNEL_LIMIT` samples, linear beyond (the SVC fit costs O(n^2)-O(n^3)).
+
+    Returns
+    -------
+    model : object with ``predict``
+    kind : ``"kernel"`` or ``"linear"``
+    notes : list of str
+    """
+    from ..criteria.random_features import fit_linear
+    from ..features import LinearFeatureModel
+
+    config = result.config
+    best = result.best
+    n = y.shape[0]
+    notes = []
+    kind = final
+    if final == "auto":
+        kind = "kernel" if n <= FINAL_KERNEL_LIMIT else "linear"
+        if kind == "linear":
+            notes.append(
+                f"n = {n} > {FINAL_KERNEL_LIMIT}: the exact kernel fit would cost O(n^2) "
+                "time and cache memory, so the linear model in feature space was kept; "
+                "use --final kernel (final='kernel') to fit it anyway")
+    if kind == "linear":
+        _, y_pm, mapping = _pm_labels(y, config["classifier"])
+        fmap = result.feature_map
+        Z = fmap.transform(X, best["gamma"])
+        w, c = fit_linear(Z, y_pm, best["lam"], config["feature_loss"],
+                          random_state=config["feature_seed"])
+        classes = (mapping[-1], mapping[1]) if mapping is not None else None
+        return LinearFeatureModel(fmap, best["gamma"], w, c, classes), "linear", notes
+    if config["machine"] in ("svm", "l2svm"):
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import FunctionTransformer
+        from sklearn.svm import SVC
+
+        svc = SVC(C=float(1.0 / (2.0 * n * best["lam"])), gamma=best["gamma"], kernel="rbf",
+                  cache_size=FINAL_CACHE_MB)
+        # LIBSVM is faster on dense rows; densify when that is small (else int32 CSR).
+        dense = not sp.issparse(X) or X.shape[0] * X.shape[1] * 8 <= DENSE_FINAL_BYTES
+        model = make_pipeline(FunctionTransformer(_to_dense if dense else _to_csr32,
+                                                  accept_sparse=True), svc)
+        return model.fit(X, y), "kernel", notes
+    from .search_cv import ESTIMATORS
+
+    model = ESTIMATORS[config["machine"]](kernel="rbf", gamma=best["gamma"], lam=best["lam"],
+                                          memory_budget=memory_budget)
+    return model.fit(X, y), "kernel", notes
+
+
+def _pm_labels(y, classifier):
+    from ..validation import check_data
+
+    dummy = np.zeros((y.shape[0], 1))
+    return check_data(dummy, y, classifier)

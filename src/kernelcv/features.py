@@ -1,0 +1,240 @@
+"""Explicit feature maps approximating the Gaussian kernel: random Fourier and Nystroem.
+
+Both maps send a sample x to a vector z(x) of D numbers with z(x).z(x') ~ k(x, x') for the
+Gaussian kernel ``k(x, x') = exp(-gamma ||x - x'||^2)``, so a *linear* machine on Z (n x D)
+stands in for the kernel machine at O(n D) memory instead of O(n^2).
+
+Random Fourier features (Rahimi & Recht)
+    ``w_j ~ N(0, 2 gamma I_d)``, ``b_j ~ U(-pi, pi)``, ``z(x) = sqrt(2/D) cos(W^T x + b)``;
+    ``E[z(x).z(x')] = k(x, x')`` and the error of one entry is O(1/sqrt(D)).
+    One draw of standard normals ``W0`` (d x D) serves every gamma: ``W = sqrt(2 gamma) W0``,
+    so the product ``X W0`` (cost O(nnz(X) D)) is computed **once per data set** and each
+    gamma costs one elementwise cosine, O(n D).
+Nystroem (Williams & Seeger)
+    D landmark rows L of X (sampled without replacement, seeded);
+    ``z(x) = Lambda^{-1/2} U^T k(L, x)`` with ``K_LL = U Lambda U^T``, dropping eigenvalues
+    below ``1e-12 max(Lambda)``, so ``Z Z^T`` is the Nystroem approximation
+    ``K_nL K_LL^+ K_Ln``. The squared distances ``||x - l||^2`` (n x D) are computed once;
+    each gamma costs an elementwise exponential, one ``eigh`` of D x D and an O(n D^2)
+    product.
+
+Rows are processed in chunks of ``chunk_rows`` (default: about 8 MiB of temporaries), so
+the peak memory is the n x D output plus the n x D base, plus the d x D draw (RFF) or the
+D landmark rows (Nystroem). Sparse CSR input is supported by both maps: RFF multiplies the
+sparse rows by the dense d x D draw (so ``d * D * 8`` bytes must fit in the memory budget;
+for a huge d use Nystroem, which keeps only D sparse landmark rows).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import KernelCVError
+from .memory import format_bytes, memory_budget
+
+MAPS = ("rff", "nystroem")
+# Rows per chunk: keep chunk temporaries near this many bytes.
+_CHUNK_BYTES = 8 * 2**20
+
+
+def check_n_features(value) -> int:
+    """D must be an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise KernelCVError(f"the number of random features D must be an integer >= 1, "
+                            f"got {value!r} (the paper's default is 30)")
+    return int(value)
+
+
+def feature_memory(X, n_features: int, feature_map: str, copies: float = 4.0) -> int:
+    """Bytes a feature-space search holds at its peak (estimate).
+
+    ``copies`` n x D float64 arrays (the base X W0 or the distances, the features Z of one
+    gamma, a fold's training rows and a solver temporary), plus the map's own storage:
+    the dense d x D draw of RFF, or Nystroem's D landmark rows (dense: D d values; sparse
+    CSR: about 12 bytes per stored value, at the data's mean row density).
+    """
+    n, d = X.shape
+    if feature_map == "rff":
+        own = 8 * d * n_features
+    elif sp.issparse(X):
+        own = 12 * n_features * (X.nnz / max(n, 1) + 1)
+    else:
+        own = 8 * d * n_features
+    return int(8 * copies * n * n_features + own)
+
+
+def check_feature_memory(X, n_features, feature_map, workers=1, budget=None) -> int:
+    """Refuse with advice when the feature-space search would exceed the memory budget."""
+    need = feature_memory(X, n_features, feature_map, 2.0 + 2.0 * workers)
+    limit = memory_budget(budget)
+    n_samples, n_dims = X.shape
+    if need > limit:
+        hint = ("use --feature-map nystroem (it keeps D landmark rows, not a d x D matrix) "
+                "or fewer features" if feature_map == "rff" and n_dims > n_samples
+                else "use fewer features D, a random subsample, or fewer parallel jobs")
+        raise KernelCVError(
+            f"the {feature_map} search with D = {n_features} features on {n_samples} x "
+            f"{n_dims} data needs about {format_bytes(need)} but the memory budget is "
+            f"{format_bytes(limit)}; {hint} (or raise the budget with --memory-budget)")
+    return need
+
+
+def _chunk_rows(n_cols: int) -> int:
+    return max(1, _CHUNK_BYTES // (8 * max(n_cols, 1)))
+
+
+class FeatureMap:
+    """A seeded Gaussian-kernel feature map whose data-dependent base is shared by all gamma.
+
+    Parameters
+    ----------
+    kind : {"rff", "nystroem"}
+    n_features : int
+        D, the number of features (Nystroem: landmarks, at most n).
+    random_state : int or None
+        Seed of the random draw (same seed, same map).
+    chunk_rows : int, optional
+        Rows per chunk (default: about 8 MiB of temporaries per chunk).
+
+    Use :meth:`fit` on the training data once, then :meth:`base` for the n x D base of any
+    data and :meth:`features` for the features of one gamma.
+    """
+
+    def __init__(self, kind="rff", n_features=30, random_state=0, chunk_rows=None):
+        if kind not in MAPS:
+            raise KernelCVError(f"unknown feature map {kind!r}; choose one of "
+                                f"{', '.join(MAPS)}")
+        self.kind = kind
+        self.n_features = check_n_features(n_features)
+        self.random_state = random_state
+        self.chunk_rows = chunk_rows
+
+    def fit(self, X):
+        """Draw the map for data with X's dimension (Nystroem: sample landmarks from X)."""
+        rng = np.random.default_rng(self.random_state)
+        n, d = X.shape
+        D = self.n_features
+        self.n_dims_ = d
+        if self.kind == "rff":
+            self.W0_ = rng.standard_normal((d, D))
+            self.b_ = rng.uniform(-np.pi, np.pi, D)
+        else:
+            if D > n:
+                raise KernelCVError(f"Nystroem needs D <= n landmarks; got D = {D} for "
+                                    f"{n} samples")
+            rows = np.sort(rng.choice(n, size=D, replace=False))
+            self.landmarks_ = X[rows]
+            self.landmark_rows_ = rows
+            self.landmark_sq_ = _row_sq(self.landmarks_)
+        return self
+
+    def base(self, X) -> np.ndarray:
+        """The gamma-free n x D base: ``X W0`` (RFF) or ``||x - l||^2`` (Nystroem).
+
+        Cost O(nnz(X) D) (RFF) or O(nnz(X) D) plus O(n D) (Nystroem), chunked over rows.
+        """
+        if X.shape[1] != self.n_dims_:
+            raise KernelCVError(f"the data have {X.shape[1]} features but the map was "
+                                f"drawn for {self.n_dims_}")
+        n = X.shape[0]
+        out = np.empty((n, self.n_features))
+        step = self.chunk_rows or _chunk_rows(self.n_features)
+        for start in range(0, n, step):
+            rows = X[start:start + step]
+            if self.kind == "rff":
+                out[start:start + step] = np.asarray(rows @ self.W0_)
+            else:
+                cross = np.asarray((rows @ self.landmarks_.T).todense()) if sp.issparse(
+                    rows) else rows @ self.landmarks_.T
+                block = _row_sq(rows)[:, None] - 2.0 * cross + self.landmark_sq_[None, :]
+                out[start:start + step] = np.maximum(block, 0.0)
+        return out
+
+    def features(self, base: np.ndarray, gamma: float, out=None) -> np.ndarray:
+        """Features of one gamma from the base, O(n D) (Nystroem: plus O(D^3 + n D^2)).
+
+        RFF: ``sqrt(2/D) cos(sqrt(2 gamma) base + b)``. Nystroem:
+        ``exp(-gamma base) U Lambda^{-1/2}`` with ``K_LL = U Lambda U^T``.
+        """
+        n, D = base.shape
+        step = self.chunk_rows or _chunk_rows(D)
+        if self.kind == "rff":
+            out = np.empty_like(base) if out is None else out
+            scale, shift = np.sqrt(2.0 * gamma), self.b_
+            for start in range(0, n, step):
+                block = out[start:start + step]
+                np.multiply(base[start:start + step], scale, out=block)
+                block += shift
+                np.cos(block, out=block)
+                block *= np.sqrt(2.0 / D)
+            return out
+        projection = self._nystroem_projection(gamma)
+        out = np.empty((n, D)) if out is None else out
+        for start in range(0, n, step):
+            out[start:start + step] = np.exp(-gamma * base[start:start + step]) @ projection
+        return out
+
+    def transform(self, X, gamma: float) -> np.ndarray:
+        """Features of X at gamma (base and features in one call)."""
+        return self.features(self.base(X), gamma)
+
+    def _nystroem_projection(self, gamma):
+        L = self.landmarks_
+        d2 = _row_sq(L)[:, None] - 2.0 * _dense(L @ L.T) + self.landmark_sq_[None, :]
+        K = np.exp(-gamma * np.maximum(d2, 0.0))
+        values, vectors = np.linalg.eigh(K)
+        # Directions with eigenvalues below 1e-12 * max are dropped (a zero column keeps D
+        # columns), so Z Z^T uses the pseudo-inverse of K_LL.
+        keep = values > 1e-12 * max(values[-1], 1e-300)
+        scale = np.zeros_like(values)
+        scale[keep] = 1.0 / np.sqrt(values[keep])
+        return vectors * scale
+
+
+def _dense(M):
+    return np.asarray(M.todense()) if sp.issparse(M) else np.asarray(M)
+
+
+def _row_sq(X) -> np.ndarray:
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", X, X)
+
+
+class LinearFeatureModel:
+    """A linear model in feature space, ``f(x) = z_gamma(x).w + c``, used as a final model.
+
+    Parameters
+    ----------
+    feature_map : a fitted :class:`FeatureMap`.
+    gamma, w, c : the kernel parameter and the linear model.
+    classes : the two original labels ``(negative, positive)`` for a classifier, or None.
+    """
+
+    def __init__(self, feature_map, gamma, w, c, classes=None):
+        self.feature_map = feature_map
+        self.gamma = float(gamma)
+        self.w = np.asarray(w, dtype=np.float64)
+        self.c = float(c)
+        self.classes = classes
+
+    def decision_function(self, X) -> np.ndarray:
+        """``z(x).w + c`` for every row, O(nnz(X) D + n D)."""
+        return self.feature_map.transform(X, self.gamma) @ self.w + self.c
+
+    def predict(self, X) -> np.ndarray:
+        """The original labels (f >= 0 gives the positive class), or f for regression."""
+        f = self.decision_function(X)
+        if self.classes is None:
+            return f
+        return np.where(f >= 0, self.classes[1], self.classes[0])
+
+    def score(self, X, y) -> float:
+        """Accuracy (classifier) or R^2 (regression), as scikit-learn's ``score``."""
+        predicted = self.predict(X)
+        y = np.asarray(y)
+        if self.classes is not None:
+            return float(np.mean(predicted == y))
+        residual = np.sum((y - predicted) ** 2)
+        return float(1.0 - residual / np.sum((y - y.mean()) ** 2))
