@@ -173,7 +173,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help=f"only {', '.join(QUICK_SETS)}, 1 restart, 30 iterations, "
-                             "20 grid points, no test split")
+                             "20 grid points")
     parser.add_argument("--sets", help="comma list of data sets (default: all found)")
     parser.add_argument("--restarts", type=int, default=1)
     parser.add_argument("--max-iter", type=int, default=50)
@@ -183,7 +183,7 @@ def main(argv=None):
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = parser.parse_args(argv)
     if args.quick:
-        args.max_iter, args.grid_points, args.test = min(args.max_iter, 30), 20, False
+        args.max_iter, args.grid_points = min(args.max_iter, 30), 20
     names = args.sets.split(",") if args.sets else list(QUICK_SETS if args.quick else SETS)
     if not ROOT.is_dir():
         print(f"no data sets at {ROOT}; set KERNELCV_DATASETS", file=sys.stderr)

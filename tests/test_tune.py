@@ -172,6 +172,7 @@ def test_cli_json_report(files, capsys, tmp_path):
     assert report["timings"]["seconds_per_iteration"] > 0
     written = json.loads((out / "report.json").read_text())
     assert written["cv_error"] == report["cv_error"]
+    assert "optimistic" in written["cv_protocol"]
     assert [p.name for p in out.iterdir()] == ["report.json"]
 
 
