@@ -3,14 +3,8 @@
 The driver validates once, splits the grid into kernel settings (one task each, see
 :mod:`kernelcv.selection.tasks`), runs them sequentially, on joblib workers or on a Dask
 cluster (:mod:`kernelcv.selection.backends`), records finished settings in an optional
-checkpoint, and then applies the safeguards:
-
-1. candidates of an approximate method (``bif``, ``gacv``) whose held-out predictions are
-   degenerate (tiny kernel width) are re-evaluated by exact refit CV;
-2. the best ``confirm`` candidates of an approximate search are re-evaluated by exact
-   refit CV, and the confirmation goes on down the ranking while the next approximate
-   score is still below the best exact error found (at most ``5 * confirm``); the best
-   confirmed candidate by exact error is chosen.
+checkpoint, and then applies the safeguards of :mod:`kernelcv.selection.safeguards`
+(exact rechecks of degenerate candidates, exact confirmation of the best few).
 
 The driver never fits a machine itself.
 """
@@ -35,15 +29,13 @@ from .backends import run_tasks
 from .checkpoint import Checkpoint, fingerprint
 from .granularity import RULES, check_tolerance
 from .grids import check_grid, default_degrees, default_gammas, default_lams
-from .tasks import evaluate_setting, exact_candidate, feature_data
+from .safeguards import APPROXIMATE, candidate_error, choose, rank, safeguards
+from .tasks import evaluate_setting, feature_data
 
 METHODS = (*CV_METHODS, "gacv", "rff")
-APPROXIMATE = ("bif", "gacv")
 # Machines a random-feature search supports, with their default loss in feature space.
 FEATURE_LOSSES = {"svm": "squared_hinge", "l2svm": "squared_hinge", "lssvm": "square",
                   "krr": "square"}
-# Confirmation may extend to this many times ``confirm`` candidates (see _safeguards).
-CONFIRM_LIMIT = 5
 # Dense n x n float64 matrices one task holds at its peak.
 _MATRICES = {"exact": 2.5, "closed-form": 3.0, "bif": 2.5, "gacv": 2.0}
 
@@ -341,16 +333,16 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     for candidate in candidates:
         candidate["status"] = "approximate" if method in (*APPROXIMATE, "rff") else "exact"
         if method not in (*APPROXIMATE, "rff"):
-            candidate["exact_error"] = _error(candidate, average)
+            candidate["exact_error"] = candidate_error(candidate, average)
         if average == "folds" and candidate["fold_errors"] is not None:
             candidate["score"] = float(np.mean(candidate["fold_errors"]))
 
     confirm_tic = time.perf_counter()
-    rechecked, confirmed = _safeguards(candidates, method, confirm, recheck_degenerate,
+    rechecked, confirmed = safeguards(candidates, method, confirm, recheck_degenerate,
                                        average, shared, config, store, n_jobs, backend,
                                        scheduler, progress)
-    best_index = _choose(candidates, method, confirmed, rechecked)
-    _rank(candidates)
+    best_index = choose(candidates, method, confirmed, rechecked)
+    rank(candidates)
     confirm_seconds = time.perf_counter() - confirm_tic
     notes = []
     if method == "rff":
@@ -428,100 +420,3 @@ def _n_workers(n_jobs, backend, scheduler) -> int:
 
         return os.cpu_count() or 1
     return max(int(n_jobs), 1)
-
-
-def _error(candidate: dict, average: str):
-    if candidate["fold_errors"] is None:
-        return None
-    if average == "folds":
-        return float(np.mean(candidate["fold_errors"]))
-    return candidate["cv_error"]
-
-
-def _exact_value(result: dict, average: str) -> float:
-    if average == "folds":
-        return float(np.mean(result["fold_errors"]))
-    return float(result["cv_error"])
-
-
-def _safeguards(candidates, method, confirm, recheck_degenerate, average, shared, config,
-                store, n_jobs, backend, scheduler, progress):
-    """Exact refits of degenerate candidates, then of the best ``confirm`` candidates."""
-    if method not in APPROXIMATE:
-        return [], []
-    done = dict(store.confirmations) if store else {}
-
-    def run_exact(indices, stage):
-        todo = [i for i in indices if i not in done]
-        tasks = []
-        for i in todo:
-            candidate = candidates[i]
-            task_config = {**config, "n_folds": candidate["n_folds"]}
-            setting = {key: candidate[key] for key in ("kernel", "gamma", "degree", "coef0")
-                       if key in candidate}
-            tasks.append({"setting": setting, "lam": candidate["lam"],
-                          "config": task_config})
-        _report(progress, stage, len(indices) - len(todo), len(indices))
-        finished = len(indices) - len(todo)
-        shared_exact = {k: v for k, v in shared.items() if k != "config"}
-        with closing(run_tasks(exact_candidate, tasks, shared=shared_exact, n_jobs=n_jobs,
-                               backend=backend, scheduler=scheduler)) as results:
-            for position, result in results:
-                done[todo[position]] = result
-                if store is not None:
-                    store.add_confirmation(todo[position], result)
-                finished += 1
-                _report(progress, stage, finished, len(indices))
-        for i in indices:
-            candidates[i]["exact_error"] = _exact_value(done[i], average)
-            candidates[i]["exact_seconds"] = done[i]["seconds"]
-
-    rechecked = []
-    if recheck_degenerate:
-        rechecked = [i for i, c in enumerate(candidates) if c["degenerate"]]
-        if rechecked:
-            run_exact(rechecked, "recheck")
-            for i in rechecked:
-                candidates[i]["status"] = "rechecked"
-                if method != "gacv":
-                    candidates[i]["score"] = candidates[i]["exact_error"]
-    confirmed = []
-    if confirm > 0:
-        pool = [i for i in range(len(candidates))
-                if method != "gacv" or candidates[i]["status"] != "rechecked"]
-        pool.sort(key=lambda i: (candidates[i]["score"], i))
-        confirmed = pool[:confirm]
-        run_exact(confirmed, "confirm")
-        # Approximate scores are optimistic where the kernel is nearly degenerate, so the
-        # best few may all be mirages: go on down the ranking while the next approximate
-        # score still beats the best exact error found (CV methods only; GACV's scale
-        # differs), up to CONFIRM_LIMIT times ``confirm``.
-        limit = min(len(pool), CONFIRM_LIMIT * confirm)
-        while method != "gacv" and len(confirmed) < limit:
-            best_exact = min(candidates[i]["exact_error"] for i in confirmed)
-            following = pool[len(confirmed)]
-            if not candidates[following]["score"] < best_exact:
-                break
-            confirmed.append(following)
-            run_exact([following], "confirm")
-        confirmed.sort()
-        for i in confirmed:
-            candidates[i]["status"] = "confirmed"
-    return rechecked, confirmed
-
-
-def _choose(candidates, method, confirmed, rechecked) -> int:
-    """Best candidate: by exact error among the refit pool, else by score (ties: grid order)."""
-    if method in APPROXIMATE and confirmed:
-        pool = set(confirmed)
-        if method == "gacv":
-            pool |= set(rechecked)
-        return min(pool, key=lambda i: (candidates[i]["exact_error"], i))
-    return min(range(len(candidates)), key=lambda i: (candidates[i]["score"], i))
-
-
-def _rank(candidates):
-    """``rank`` 1 = best score (ties share the smallest rank, as in GridSearchCV)."""
-    scores = np.array([c["score"] for c in candidates], dtype=np.float64)
-    for c, score in zip(candidates, scores, strict=True):
-        c["rank"] = int(np.sum(scores < score)) + 1
