@@ -3,7 +3,7 @@
 Sub-commands (data from ../shared/datasets; a set that is missing is skipped):
 
 ``ratsch``   Raetsch benchmark sets, provided train/test splits where present (first
-             ``--splits`` of them), else a stratified random 50/50 split (seed 0).
+             ``--splits`` of them), else stratified random 50/50 splits (seed split - 1).
              A5-CV / A10-CV (kernelcv rff search, then one SVC fit at the chosen values)
              against exact 5-/10-CV with ``GridSearchCV(SVC)`` on the same folds and grid.
 ``scaling``  time against n for subsets of a9a, w8a and ijcnn1 (both methods; the exact
@@ -104,12 +104,12 @@ def load_ratsch(name, split):
         get = [_asc(splits / part.format(a, b)) for a in ("train", "test")
                for b in ("data", "labels")]
         return get[0], get[1].ravel(), get[2], get[3].ravel(), f"split {split}"
-    if split > 1:
-        return None
     one = folder / f"{name}_one_split.mat"
     from scipy.io import loadmat
 
     if one.exists():
+        if split > 1:
+            return None
         m = loadmat(one)
         return m["X_tr"], m["T_tr"].ravel(), m["X_tst"], m["T_tst"].ravel(), "given split"
     full = folder / f"{name}_full.mat"
@@ -117,8 +117,9 @@ def load_ratsch(name, split):
         return None
     m = loadmat(full)
     X, y = m["data"], (m["target"] if "target" in m else m["lbl"]).ravel()
-    X, X_test, y, y_test = train_test_split(X, y, test_size=0.5, stratify=y, random_state=0)
-    return X, y, X_test, y_test, "random 50/50"
+    X, X_test, y, y_test = train_test_split(X, y, test_size=0.5, stratify=y,
+                                            random_state=split - 1)
+    return X, y, X_test, y_test, f"random 50/50 #{split}"
 
 
 def load_libsvm(name):
@@ -153,6 +154,7 @@ def mode_ratsch(args):
     print("| set (split) | n train / test | k | rff acc | exact acc | rff s (search + final) "
           "| exact s | speed-up |")
     print("|---|---|---|---|---|---|---|---|")
+    results = {}
     for name in args.sets:
         for split in range(1, args.splits + 1):
             loaded = load_ratsch(name, split)
@@ -168,6 +170,32 @@ def mode_ratsch(args):
                       f"{a['accuracy']:.4f} | {e['accuracy']:.4f} | {rff_s:.2f} "
                       f"({a['search_s']:.2f} + {a['final_s']:.2f}) | {e['search_s']:.2f} | "
                       f"{e['search_s'] / rff_s:.1f}x |", flush=True)
+                results.setdefault((name, k), []).append(
+                    (a["accuracy"], e["accuracy"], rff_s, e["search_s"]))
+    if args.splits > 1:
+        _ratsch_summary(results)
+
+
+def _ratsch_summary(results):
+    """Mean over splits and a one-sided paired t-test: is rff's test error larger?"""
+    from scipy import stats
+
+    print("\n| set | k | splits | rff acc | exact acc | t (rff worse) | significant (95 %) "
+          "| mean speed-up |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (name, k), rows in results.items():
+        rff, exact, rff_s, exact_s = (np.array(column) for column in zip(*rows, strict=True))
+        diff = exact - rff  # > 0 where rff is worse
+        if len(rows) < 2:
+            continue
+        if np.ptp(diff) == 0:
+            t_value = 0.0 if diff[0] == 0 else np.inf * np.sign(diff[0])
+        else:
+            t_value = float(stats.ttest_rel(exact, rff).statistic)
+        critical = stats.t.ppf(0.95, len(rows) - 1)
+        print(f"| {name} | {k} | {len(rows)} | {rff.mean():.4f} | {exact.mean():.4f} | "
+              f"{t_value:.2f} | {'yes' if t_value > critical else 'no'} "
+              f"(t > {critical:.2f}) | {np.mean(exact_s / rff_s):.1f}x |", flush=True)
 
 
 def mode_scaling(args):

@@ -77,7 +77,7 @@ def test_bench_writes_tables_figures_and_checkpoint(data_dir, tmp_path, capsys,
     again = json.loads((out / "results.json").read_text())
     assert again["tables"][0]["sets"][0]["criteria"] == l2["criteria"]
     # other options make the checkpoint foreign: refused, with the way out
-    assert _bench("--data-dir", str(data_dir), "--out", str(out), "--splits", "3") == 2
+    assert _bench("--data-dir", str(data_dir), "--out", str(out), "--seed", "3") == 2
     assert "--fresh" in capsys.readouterr().err
 
 
@@ -134,3 +134,117 @@ def test_missing_matplotlib_is_refused_up_front(data_dir, tmp_path, capsys, monk
     assert _bench("--data-dir", str(data_dir), "--out", str(out)) == 2
     assert "--no-figures" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_outputs_get_the_umask_mode_and_the_threshold_is_reported(data_dir, tmp_path,
+                                                                  capsys):
+    import os
+
+    out = tmp_path / "out"
+    old = os.umask(0o022)
+    try:
+        assert _bench("--data-dir", str(data_dir), "--out", str(out), "--sets", "pyrim",
+                      "--tables", "krr", "--no-figures") == 0
+    finally:
+        os.umask(old)
+    for name in ("results.json", "results.md"):
+        assert (out / name).stat().st_mode & 0o777 == 0o644, name
+    report = json.loads((out / "results.json").read_text())
+    # default: one-sided 95% point of t with R - 1 = 1 degree of freedom (tiny mode: R = 2)
+    assert report["t_threshold"] == pytest.approx(6.3138, abs=1e-4)
+    assert "above 6.314" in (out / "results.md").read_text()
+    assert _bench("--data-dir", str(data_dir), "--out", str(out), "--sets", "pyrim",
+                  "--tables", "krr", "--no-figures", "--t-threshold", "1.5") == 0
+    assert json.loads((out / "results.json").read_text())["t_threshold"] == 1.5
+    capsys.readouterr()
+
+
+def test_sets_and_tables_without_a_common_task_are_refused(data_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _bench("--data-dir", str(data_dir), "--out", str(out), "--sets", "heart",
+                  "--tables", "krr,svr") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("kernelcv: error: no selected table")
+    assert "heart (classification) need tables lssvm-rbf" in err and "krr (regression)" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("content", [
+    '{"fingerprint": "ab',  # torn header
+    "garbage\n",
+    '"a string"\n',  # JSON, not an object
+    '{"fingerprint": "x"}\n{"no": "key"}\n{"key": "k", "record": {}}\n',
+])
+def test_damaged_checkpoint_is_a_one_line_error(data_dir, tmp_path, capsys, content):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "checkpoint.jsonl").write_text(content)
+    # the fingerprint of the last case is foreign anyway: give it the run's own
+    if content.startswith('{"fingerprint": "x"}'):
+        from kernelcv.experiments import bench as b
+
+        key = _run_fingerprint(data_dir, b)
+        (out / "checkpoint.jsonl").write_text(content.replace('"x"', f'"{key}"'))
+    assert _bench("--data-dir", str(data_dir), "--out", str(out), "--sets", "pyrim",
+                  "--tables", "krr", "--no-figures") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "damaged" in err and "--fresh" in err
+    assert not (out / "results.json").exists()
+    assert _bench("--data-dir", str(data_dir), "--out", str(out), "--sets", "pyrim",
+                  "--tables", "krr", "--no-figures", "--fresh") == 0
+
+
+def _run_fingerprint(data_dir, b):
+    spec = suites.MODES["quick"]
+    return b._fingerprint({"mode": "quick", "seed": 0, "confirm": 0, "gammas": spec.gammas(),
+                           "lam_exponents": spec.lam_exponents,
+                           "degrees": list(spec.degrees),
+                           "data_dir": str(data_dir.resolve()), "lssvm_intercept": False,
+                           "version": 2})
+
+
+def test_torn_last_checkpoint_line_is_dropped_and_the_run_resumes(data_dir, tmp_path):
+    out = tmp_path / "out"
+    args = ("--data-dir", str(data_dir), "--out", str(out), "--sets", "pyrim", "--tables",
+            "krr", "--no-figures")
+    assert _bench(*args) == 0
+    path = out / "checkpoint.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:30])  # cut the last record
+    assert _bench(*args) == 0
+    assert len(path.read_text().splitlines()) == len(lines)  # recomputed, appended cleanly
+
+
+def test_longer_run_extends_a_shorter_one_and_data_changes_are_not_reused(
+        data_dir, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "out"
+    args = ("--data-dir", str(data_dir), "--out", str(out), "--sets", "pyrim", "--tables",
+            "krr", "--no-figures")
+    assert _bench(*args) == 0  # 2 splits
+    calls = []
+    original = bench.run_criterion
+
+    def counting(criterion, *rest, **kwargs):
+        calls.append(criterion.name)
+        return original(criterion, *rest, **kwargs)
+
+    monkeypatch.setattr(bench, "run_criterion", counting)
+    assert _bench(*args, "--splits", "3") == 0  # only split 3 is computed
+    n_criteria = len(calls)
+    assert n_criteria == len(bench.criteria_for("krr"))
+    report = json.loads((out / "results.json").read_text())
+    assert report["tables"][0]["sets"][0]["criteria"]["exact t=10"]["n_splits"] == 3
+    assert _bench(*args, "--splits", "2") == 0 and len(calls) == n_criteria  # a prefix
+    # the same file name with other content: recomputed, not taken from the checkpoint
+    import os
+
+    data_file = data_dir / "libsvm" / "pyrim_scale.svm"
+    data_file.write_text(data_file.read_text() + "0.5 1:0.1 2:0.2\n")
+    os.utime(data_file, ns=(1, 1))
+    assert _bench(*args, "--splits", "2") == 0 and len(calls) == 3 * n_criteria
+    # another data folder is another run
+    other = tmp_path / "other"
+    (other / "libsvm").mkdir(parents=True)
+    (other / "libsvm" / "pyrim_scale.svm").write_text(data_file.read_text())
+    assert _bench("--data-dir", str(other), *args[2:]) == 2
+    assert "--fresh" in capsys.readouterr().err

@@ -71,12 +71,46 @@ def test_paired_t_matches_scipy(seed):
     assert protocol.paired_t(a, b) == pytest.approx(expected, rel=1e-12)
 
 
+def _scipy_t(a, b):
+    import warnings
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return float(scipy.stats.ttest_rel(a, b).statistic)
+
+
 def test_paired_t_degenerate_differences():
     assert protocol.paired_t([0.1, 0.2], [0.1, 0.2]) == 0.0
-    assert protocol.paired_t([0.3, 0.4], [0.1, 0.2]) == math.inf
-    assert protocol.paired_t([0.1, 0.2], [0.3, 0.4]) == -math.inf
+    # an exactly constant nonzero difference: +-inf, as scipy says
+    assert protocol.paired_t([1.0, 2.0], [0.0, 1.0]) == math.inf
+    assert protocol.paired_t([0.0, 1.0], [1.0, 2.0]) == -math.inf
+    assert _scipy_t([1.0, 2.0], [0.0, 1.0]) == math.inf
+    # a nearly constant difference: finite and huge, equal to scipy's
+    assert protocol.paired_t([0.3, 0.4], [0.1, 0.2]) == pytest.approx(
+        _scipy_t([0.3, 0.4], [0.1, 0.2]), rel=1e-9)
+    # differences that are only rounding (means print equal) are no difference at all;
+    # scipy calls them infinitely significant
+    a = np.array([0.1, 0.2, 0.3])
+    b = a + 1e-14
+    assert abs(_scipy_t(b, a)) > 1e3
+    assert protocol.paired_t(b, a) == 0.0
+    assert protocol.paired_t(a + 1e-6, a) > 1e3  # a small but real difference counts
+    assert protocol.significance(protocol.paired_t(b, a)) == ""
     with pytest.raises(KernelCVError, match="equal-length"):
         protocol.paired_t([0.1, 0.2], [0.1])
+
+
+def test_default_threshold_is_the_one_sided_95_point_for_R_minus_1():
+    assert protocol.default_t_threshold(10) == pytest.approx(1.833, abs=5e-4)
+    assert protocol.default_t_threshold(3) == pytest.approx(scipy.stats.t.ppf(0.95, 2))
+    assert protocol.default_t_threshold(3) > 2.9
+    # summarize uses it per criterion: t = 2.5 over 3 splits is not significant (2.92),
+    # it would be under the papers' fixed 1.833
+    records = [{"ref": {"test_error": 0.0, "seconds": 1.0},
+                "x": {"test_error": d, "seconds": 1.0}} for d in (0.1, 0.2, 0.05)]
+    out = protocol.summarize(records, "ref")
+    assert 1.833 < out["x"]["t"] < 2.92 and out["x"]["significant"] == ""
+    assert protocol.summarize(records, "ref", threshold=1.833)["x"]["significant"] == "worse"
 
 
 def test_significance_uses_threshold_both_ways():
@@ -122,15 +156,71 @@ def test_criteria_lists_per_machine():
 
 def test_sklearn_grid_uses_the_documented_parameter_mapping():
     grid = {"gammas": [0.5, 2.0], "lams": [0.01, 0.1]}
-    est, params, _ = runners.sklearn_search("svm", "rbf", grid, n_train=50)
+    est, params, _ = runners.sklearn_search("svm", "rbf", grid, 50)
     np.testing.assert_allclose(params["C"], [1 / (2 * 50 * 0.01), 1 / (2 * 50 * 0.1)])
     assert params["gamma"] == [0.5, 2.0] and type(est).__name__ == "SVC"
-    est, params, scoring = runners.sklearn_search("krr", "rbf", grid, n_train=50)
+    est, params, scoring = runners.sklearn_search("krr", "rbf", grid, 50)
     np.testing.assert_allclose(params["alpha"], [0.5, 5.0])
     assert scoring == "neg_mean_squared_error"
     est, params, _ = runners.sklearn_search("lssvm", "poly", {"degrees": [1, 2],
-                                                              "lams": [0.1]}, n_train=10)
+                                                              "lams": [0.1]}, 10)
     assert params["degree"] == [1, 2] and est.get_params()["coef0"] == 1.0
+    # the search maps with the mean training-fold size: 10 folds of 4 out of 40 -> 36
+    folds = np.arange(40) % 10
+    assert runners.fold_training_size(folds) == 36.0
+    assert runners.fold_training_size(np.arange(41) % 10) == pytest.approx(41 - 4.1)
+
+
+def _equal_folds(y, seed=0):
+    rng = np.random.default_rng(seed)
+    return {t: rng.permutation(np.arange(y.shape[0]) % t) for t in (5, 10, 20)}
+
+
+@pytest.mark.parametrize("machine", ["lssvm", "krr"])
+def test_sklearn_and_exact_cv_agree_at_every_grid_point(machine):
+    """Like-for-like: same model (LS-SVM without bias = KernelRidge), same folds, lam
+    mapped by the training-fold size -> the same CV error at each grid point."""
+    from sklearn.model_selection import GridSearchCV, PredefinedSplit
+
+    from kernelcv.cv import cross_validate
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(40, 2))
+    if machine == "lssvm":  # unbalanced classes, so that a bias term would matter
+        y = np.where(X[:, 0] + 0.4 * rng.normal(size=40) > 0.6, 1.0, -1.0)
+    else:
+        y = np.sin(2 * X[:, 0]) + 0.2 * rng.normal(size=40) + 1.5
+    grid = {"gammas": [0.1, 1.0], "lams": [1e-3, 3e-2, 1.0]}
+    folds = _equal_folds(y)
+    est, params, scoring = runners.sklearn_search(
+        machine, "rbf", grid, runners.fold_training_size(folds[10]))
+    search = GridSearchCV(est, params, scoring=scoring, cv=PredefinedSplit(folds[10]),
+                          refit=False).fit(X, y)
+    lam_of = dict(zip(params["alpha"], grid["lams"], strict=True))
+    options = runners._machine_options(machine)
+    for candidate, score in zip(search.cv_results_["params"],
+                                search.cv_results_["mean_test_score"], strict=True):
+        exact = cross_validate(X, y, machine, gamma=candidate["gamma"],
+                               lam=lam_of[candidate["alpha"]], folds=folds[10], **options)
+        sk = -score if machine == "krr" else 1.0 - score
+        assert exact.cv_error == pytest.approx(sk, rel=1e-7, abs=1e-12), candidate
+    # and the benchmark's two criteria find the same best CV error
+    a = runners.run_criterion(runners.criteria_for(machine)[0], machine, "rbf", grid, X, y,
+                              X, y, folds, 0)
+    sk_name = runners.sklearn_criterion(machine)
+    b = runners.run_criterion(next(c for c in runners.criteria_for(machine)
+                                   if c.name == sk_name), machine, "rbf", grid, X, y, X, y,
+                              folds, 0)
+    assert a["cv_error"] == pytest.approx(b["cv_error"], rel=1e-7, abs=1e-12)
+    if a["best_params"]["lam"] == b["lam"] and a["best_params"]["gamma"] == \
+            b["best_params"]["gamma"]:  # same choice (no tie broken differently)
+        assert a["test_error"] == pytest.approx(b["test_error"], rel=1e-6, abs=1e-12)
+    assert b["best_params"]["alpha"] == pytest.approx(40 * b["lam"])  # refit with m = n
+
+
+def test_lssvm_tables_run_kernelcv_without_a_bias_term():
+    assert runners._machine_options("lssvm") == {"fit_intercept": False}
+    assert "no bias" in suites.TABLES["lssvm-rbf"].title
 
 
 def _run(name, machine, X, y, X_test, y_test, kernel="rbf", grid=None):
@@ -166,6 +256,8 @@ def test_sklearn_criterion_refits_its_choice_and_reports_its_test_error():
     out = _run("sklearn SVC", "l2svm", X, y, X_test, y_test)
     model = SVC(kernel="rbf", **out["best_params"]).fit(X, y)
     assert out["test_error"] == pytest.approx(np.mean(model.predict(X_test) != y_test))
+    # the choice is refit on all 60 points with its lam: C = 1 / (2 n lam)
+    assert out["best_params"]["C"] == pytest.approx(1 / (2 * 60 * out["lam"]))
     assert 0 <= out["cv_error"] <= 1 and out["seconds"] > 0
 
 
@@ -288,3 +380,34 @@ def test_checkpoint_resumes_refuses_foreign_runs_and_survives_a_cut_line(tmp_pat
         _Checkpoint(path, "run-b", fresh=False)
     assert _Checkpoint(path, "run-b", fresh=True).get("heart|svm|0") is None
     assert _Checkpoint(path, "run-b", fresh=False).records == {}
+
+
+def test_checkpoint_drops_a_torn_last_line_so_that_appends_stay_readable(tmp_path):
+    from kernelcv.experiments.bench import _Checkpoint
+
+    path = tmp_path / "checkpoint.jsonl"
+    _Checkpoint(path, "run", fresh=False).add("a|svm|0", {"x": 1})
+    with path.open("a") as handle:
+        handle.write('{"key": "a|svm|1", "rec')  # no newline: cut off
+    store = _Checkpoint(path, "run", fresh=False)
+    store.add("a|svm|1", {"x": 2})
+    again = _Checkpoint(path, "run", fresh=False)
+    assert again.records == {"a|svm|0": {"x": 1}, "a|svm|1": {"x": 2}}
+
+
+@pytest.mark.parametrize("content", [
+    '{"fingerprint": "ru',  # torn header
+    "not json\n",
+    "[1, 2]\n",  # JSON, not an object
+    '{"fingerprint": "run"}\n{"record": 1}\n{"key": "a", "record": 2}\n',  # no key
+    '{"fingerprint": "run"}\nnot json\n{"key": "a", "record": 2}\n',  # bad middle line
+    "",
+])
+def test_damaged_checkpoint_is_refused_with_advice(tmp_path, content):
+    from kernelcv.experiments.bench import _Checkpoint
+
+    path = tmp_path / "checkpoint.jsonl"
+    path.write_text(content)
+    with pytest.raises(KernelCVError, match="damaged.*--fresh"):
+        _Checkpoint(path, "run", fresh=False)
+    assert _Checkpoint(path, "run", fresh=True).records == {}

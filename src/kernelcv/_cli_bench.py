@@ -13,7 +13,6 @@ import argparse
 import sys
 
 from .experiments.bench import OUTPUTS, run_bench
-from .experiments.protocol import T_THRESHOLD
 from .experiments.suites import DATASETS, ENV_DATA, MODES, TABLES
 
 
@@ -64,9 +63,10 @@ def add_arguments(parser):
     what.add_argument("--confirm", type=_positive_int(0), default=0, metavar="K",
                       help="confirm the best K candidates of approximate searches by exact "
                            "CV (default 0: judge the approximations alone)")
-    what.add_argument("--t-threshold", type=_threshold, default=T_THRESHOLD,
-                      help=f"|paired t| above which a difference is significant "
-                           f"(default {T_THRESHOLD}, the papers')")
+    what.add_argument("--t-threshold", type=_threshold, default=None, metavar="T",
+                      help="|paired t| above which a difference is significant (default: "
+                           "the one-sided 95%% point of Student's t with R - 1 degrees of "
+                           "freedom, 1.833 at the papers' R = 10)")
     where = parser.add_argument_group("input and output")
     where.add_argument("--data-dir", default=None, metavar="DIR",
                        help=f"folder with libsvm/*.svm files (default: ${ENV_DATA}, else "
@@ -101,7 +101,8 @@ def run_command(args, parser):
 def render(report, args=None):
     """The readable summary: test errors of the main criteria and the speed ratios."""
     lines = [f"kernelcv bench ({report['mode']}, {report['splits']} splits) — "
-             f"{report['timings']['total_seconds']:.0f} s; reference {report['reference']}"]
+             f"{report['timings']['total_seconds']:.0f} s; reference {report['reference']}, "
+             f"|t| > {report['t_threshold']:.3f} marked"]
     for table in report["tables"]:
         for entry in table["sets"]:
             parts = []

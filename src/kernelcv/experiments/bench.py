@@ -4,12 +4,19 @@ For every data set and split (see :mod:`kernelcv.experiments.protocol`) and ever
 (machine) of the set's task, each criterion of :mod:`kernelcv.experiments.runners`
 selects on the training half and is tested on the other half. Finished (set, table,
 split) results are appended to ``OUT/checkpoint.jsonl`` as they complete, so an
-interrupted run started again with the same options resumes where it stopped. At the
+interrupted run started again with the same options resumes where it stopped. The
+checkpoint's fingerprint holds the mode, seed, grids, ``--confirm`` and the resolved
+data folder, but not ``--splits``: records are keyed by (set, table, split, data file
+size and mtime), and split s does not depend on R, so a longer run extends a shorter one
+and a changed data file is recomputed rather than reused. A damaged checkpoint (an
+unreadable header or middle line) is refused with advice to use ``--fresh``; a torn last
+line (an interrupted write) is dropped. At the
 end ``results.json``, ``results.md``, ``time_ratio.png`` and ``bif_order.png`` are
 written atomically.
 
-Bad input — unknown mode, set or table names, a missing data folder, an output path that
-is not a writable folder, matplotlib missing — is refused before any work starts. Sets
+Bad input — unknown mode, set or table names, sets and tables of different tasks only
+(no (set, table) pair to run), a missing data folder, an output path that is not a
+writable folder, matplotlib missing — is refused before any work starts. Sets
 whose file is missing, or whose training half is larger than the mode allows, are skipped
 with a note in the report.
 """
@@ -27,9 +34,16 @@ from ..exceptions import KernelCVError
 from ..validation import make_folds
 from . import figures, tables
 from .convergence import order_curve
-from .protocol import T_THRESHOLD, random_splits, scale_features, standardize_target, summarize
+from .protocol import (
+    default_t_threshold,
+    random_splits,
+    scale_features,
+    standardize_target,
+    summarize,
+)
 from .runners import (
     FOLDS,
+    LSSVM_INTERCEPT,
     REFERENCE,
     criteria_for,
     fast_criterion,
@@ -46,7 +60,7 @@ _CONVERGENCE_MACHINES = {"classification": ("lssvm-rbf", "l2svm", "svm"),
 
 def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, data_dir=None,
               out="kernelcv-bench", max_train=None, confirm=0, n_jobs=1,
-              t_threshold=T_THRESHOLD, figures_=True, fresh=False, progress=None) -> dict:
+              t_threshold=None, figures_=True, fresh=False, progress=None) -> dict:
     """Run the papers' protocol for every (set, table) and write the tables and figures.
 
     Parameters
@@ -60,7 +74,8 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
     max_train : largest training half to run (default: the mode's limit).
     confirm : exact confirmations of approximate searches (0: judge them alone).
     n_jobs : workers for both libraries' searches.
-    t_threshold : |t| above which a difference to the reference is significant.
+    t_threshold : |t| above which a difference to the reference is significant (default
+        ``scipy.stats.t.ppf(0.95, splits - 1)``, 1.833 at 10 splits); written to the report.
     figures_ : write the two PNG figures.
     fresh : ignore (and replace) an existing checkpoint.
     progress : optional callable ``progress(message)``.
@@ -84,6 +99,8 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
     set_names = check_names(spec.sets if sets is None else sets, DATASETS, "data set(s)")
     table_names = check_names(list(TABLES) if tables_ is None else tables_, TABLES,
                               "table(s)")
+    _check_pairs(set_names, table_names)
+    t_threshold = default_t_threshold(splits) if t_threshold is None else float(t_threshold)
     folder = resolve_data_dir(data_dir)
     out = Path(out)
     _check_output(out)
@@ -95,9 +112,11 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
         except KernelCVError as exc:
             raise KernelCVError(f"{exc} (or run without figures: --no-figures)") from None
 
-    config = {"mode": mode, "splits": splits, "seed": seed, "max_train": max_train,
-              "confirm": confirm, "gammas": spec.gammas(), "lam_exponents":
-              spec.lam_exponents, "degrees": list(spec.degrees), "version": 1}
+    # not `splits` (records are keyed by split) nor max_train (only decides what is run)
+    config = {"mode": mode, "seed": seed, "confirm": confirm, "gammas": spec.gammas(),
+              "lam_exponents": spec.lam_exponents, "degrees": list(spec.degrees),
+              "data_dir": str(folder.resolve()), "lssvm_intercept": LSSVM_INTERCEPT,
+              "version": 2}
     out.mkdir(parents=True, exist_ok=True)
     store = _Checkpoint(out / CHECKPOINT, _fingerprint(config), fresh)
     say = progress or (lambda message: None)
@@ -119,6 +138,7 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
         if not todo:
             continue
         path, scaled = found
+        stamp = _file_stamp(path)
         X, y = load_set(data, path)
         n_train = y.shape[0] - y.shape[0] // 2
         if n_train > max_train:
@@ -142,7 +162,7 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
             if s == 0:
                 first_split[name] = (X_tr, y_tr, fold_sets[10])
             for t in todo:
-                key = f"{name}|{t}|{s}"
+                key = f"{name}|{t}|{s}|{stamp}"
                 record = store.get(key)
                 if record is None:
                     say(f"{name} split {s + 1}/{splits}: {t}")
@@ -228,8 +248,10 @@ def _convergence(report_tables, first_split, spec, say) -> list[dict]:
                       ("largest gamma, smallest lam", max(spec.gammas()),
                        min(spec.lams(y.shape[0])))}
             for tag, gamma, lam in sorted(points, key=lambda p: p[0] != "exact-CV choice"):
-                curve = order_curve(X, y, table["machine"], gamma=gamma, lam=lam,
-                                    fold_ids=folds, orders=spec.orders)
+                curve = order_curve(
+                    X, y, table["machine"], gamma=gamma, lam=lam, fold_ids=folds,
+                    orders=spec.orders, fit_intercept=LSSVM_INTERCEPT
+                    if table["machine"] == "lssvm" else None)
                 curves.append({**curve, "label": f"{name}, {tag}", "set": entry["set"],
                                "task": task})
     return curves
@@ -246,6 +268,29 @@ def _grid_description(spec) -> dict:
             "degrees": list(spec.degrees),
             "description": f"{sig} x {lam}; poly degree {min(spec.degrees)}.."
                            f"{max(spec.degrees)} (gamma 1, coef0 1)"}
+
+
+def _check_pairs(set_names, table_names):
+    """Refuse a selection in which no table applies to any set (tasks differ)."""
+    tasks = {DATASETS[name].task for name in set_names}
+    if any(TABLES[t].task in tasks for t in table_names):
+        return
+    parts = []
+    for task in ("classification", "regression"):
+        sets_ = [n for n in set_names if DATASETS[n].task == task]
+        if sets_:
+            fit = [t for t, spec in TABLES.items() if spec.task == task]
+            parts.append(f"{', '.join(sets_)} ({task}) need tables {', '.join(fit)}")
+    given = ", ".join(f"{t} ({TABLES[t].task})" for t in table_names)
+    raise KernelCVError(f"no selected table applies to the selected sets: {'; '.join(parts)}"
+                        f"; got tables {given}. Choose matching --sets and --tables")
+
+
+def _file_stamp(path: Path) -> str:
+    """Size and modification time of a data file, hashed (changes when the file does)."""
+    info = path.stat()
+    text = f"{path.name}:{info.st_size}:{info.st_mtime_ns}"
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
 def _check_output(out: Path):
@@ -269,20 +314,35 @@ class _Checkpoint:
     def __init__(self, path: Path, key: str, fresh: bool):
         self.path, self.records = path, {}
         if path.exists() and not fresh:
-            lines = path.read_text().splitlines()
-            header = json.loads(lines[0]) if lines else {}
-            if header.get("fingerprint") != key:
-                raise KernelCVError(
-                    f"{path} belongs to a run with other options (mode, splits, seed, grid "
-                    "or --confirm); rerun with --fresh to discard it, or use another --out")
-            for line in lines[1:]:
-                try:
-                    item = json.loads(line)
-                except json.JSONDecodeError:
-                    break  # a line cut off by the interruption
-                self.records[item["key"]] = item["record"]
+            self._load(key)
         else:
             path.write_text(json.dumps({"fingerprint": key}) + "\n")
+
+    def _load(self, key):
+        damaged = (f"{self.path} is damaged (unreadable header or record); rerun with "
+                   "--fresh to discard it, or use another --out")
+        try:
+            lines = self.path.read_text().splitlines()
+        except (OSError, UnicodeDecodeError):
+            raise KernelCVError(damaged) from None
+        header = _json_object(lines[0]) if lines else None
+        if header is None or "fingerprint" not in header:
+            raise KernelCVError(damaged)
+        if header["fingerprint"] != key:
+            raise KernelCVError(
+                f"{self.path} belongs to a run with other options (mode, seed, grid, "
+                "--confirm or data folder); rerun with --fresh to discard it, or use "
+                "another --out")
+        good = lines[:1]
+        for number, line in enumerate(lines[1:], start=2):
+            item = _json_object(line)
+            if item is None or not isinstance(item.get("key"), str) or "record" not in item:
+                if number == len(lines):  # torn by an interruption: drop it
+                    self.path.write_text("\n".join(good) + "\n")
+                    break
+                raise KernelCVError(damaged)
+            self.records[item["key"]] = item["record"]
+            good.append(line)
 
     def get(self, key):
         return self.records.get(key)
@@ -296,6 +356,21 @@ class _Checkpoint:
             handle.flush()
 
 
+def _json_object(line):
+    """The dict a JSON line holds, or None when it is not JSON or not an object."""
+    try:
+        item = json.loads(line)
+    except ValueError:
+        return None
+    return item if isinstance(item, dict) else None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _write_outputs(out: Path, report: dict, with_figures: bool) -> list[str]:
     payloads = {"results.md": tables.to_markdown(report).encode()}
     if with_figures:
@@ -306,11 +381,13 @@ def _write_outputs(out: Path, report: dict, with_figures: bool) -> list[str]:
     names = ["results.json", *payloads]
     report["files"] = [str(out / name) for name in names]
     payloads["results.json"] = tables.to_json(report).encode()
+    mode = 0o666 & ~_umask()  # what open() would give; NamedTemporaryFile makes 0600
     for name, payload in payloads.items():
         handle = tempfile.NamedTemporaryFile(dir=out, prefix=f".{name}.", delete=False)
         try:
             with handle:
                 handle.write(payload)
+            os.chmod(handle.name, mode)
             os.replace(handle.name, out / name)
         except BaseException:
             Path(handle.name).unlink(missing_ok=True)

@@ -20,8 +20,10 @@ from ..cv import cross_validate
 
 
 def order_curve(X, y, machine: str, *, gamma: float, lam: float, fold_ids, orders,
-                kernel: str = "rbf", huber_width: float = 0.01) -> dict:
+                kernel: str = "rbf", huber_width: float = 0.01, fit_intercept=None) -> dict:
     """|BIF order r - exact| CV error and mean |prediction| gap for each r in ``orders``.
+
+    ``fit_intercept`` is passed on (lssvm only; None: the machine's default).
 
     Returns
     -------
@@ -31,7 +33,7 @@ def order_curve(X, y, machine: str, *, gamma: float, lam: float, fold_ids, order
         (one value per order, same order).
     """
     common = {"kernel": kernel, "gamma": gamma, "lam": lam, "folds": fold_ids,
-              "huber_width": huber_width}
+              "huber_width": huber_width, "fit_intercept": fit_intercept}
     exact = cross_validate(X, y, machine, method="exact", **common)
     labels, cv_gap, prediction_gap = [], [], []
     for order in [*orders, "inf"]:

@@ -8,8 +8,9 @@ paired t statistic over the R splits,
 
     t = mean(d) / (std(d, ddof=1) / sqrt(R)),   d_s = err_criterion,s - err_reference,s,
 
-and a difference is called significant when |t| exceeds a threshold — 1.833 in the
-papers, the one-sided 95% quantile of Student's t with 9 degrees of freedom (R = 10).
+and a difference is called significant when |t| exceeds a threshold: by default the
+one-sided 95% quantile of Student's t with R - 1 degrees of freedom
+(``scipy.stats.t.ppf(0.95, R - 1)``; 1.833 at the papers' R = 10, 2.920 at R = 3).
 
 Everything here is O(R) or O(n) per call.
 """
@@ -19,11 +20,20 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.stats
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 
 from ..exceptions import KernelCVError
 
-T_THRESHOLD = 1.833
+T_THRESHOLD = 1.833  # the papers' threshold, t.ppf(0.95, 9) for R = 10 splits
+ZERO_DIFFERENCE = 1e-12  # |mean difference| below this (relative) counts as no difference
+
+
+def default_t_threshold(n_splits: int) -> float:
+    """One-sided 95% point of Student's t with ``n_splits - 1`` degrees of freedom."""
+    if n_splits < 2:
+        raise KernelCVError(f"need at least 2 splits for a paired t-test, got {n_splits!r}")
+    return float(scipy.stats.t.ppf(0.95, n_splits - 1))
 
 
 def random_splits(y, n_splits: int, seed: int, classifier: bool) -> list[tuple]:
@@ -31,7 +41,8 @@ def random_splits(y, n_splits: int, seed: int, classifier: bool) -> list[tuple]:
 
     Stratified by class for classifiers (as in the papers' random halves). The same
     ``seed`` gives the same splits; split s does not depend on R (it is drawn from its own
-    seed ``seed + s``), so a run with more splits extends a shorter one.
+    seed ``seed + s``), so a run with more splits extends a shorter one (``kernelcv bench``
+keys its checkpoint by split and resumes the first R splits of a longer or shorter run).
     """
     if isinstance(n_splits, bool) or not isinstance(n_splits, int | np.integer) \
             or n_splits < 2:
@@ -72,8 +83,11 @@ def standardize_target(y_train, y_test):
 def paired_t(errors, reference) -> float:
     """Paired t statistic of ``errors - reference`` over splits (scipy's ``ttest_rel``).
 
-    Positive t means larger errors than the reference. Identical columns give 0; a
-    constant nonzero difference gives +-inf (scipy returns nan for both).
+    Positive t means larger errors than the reference. Differences whose mean is within
+    ``ZERO_DIFFERENCE`` (relative to the largest error, at least 1) of zero give 0 — they
+    are rounding, and would print as equal means. A nonzero difference that is the same
+    on every split (zero variance) gives +-inf, as scipy does; scipy returns nan for
+    identical series.
     """
     a = np.asarray(errors, dtype=np.float64)
     b = np.asarray(reference, dtype=np.float64)
@@ -81,9 +95,12 @@ def paired_t(errors, reference) -> float:
         raise KernelCVError("paired t-test needs two equal-length series of >= 2 values")
     d = a - b
     mean = float(np.mean(d))
+    scale = max(1.0, float(np.max(np.abs(a))), float(np.max(np.abs(b))))
+    if abs(mean) <= ZERO_DIFFERENCE * scale:
+        return 0.0
     sd = float(np.std(d, ddof=1))
-    if sd <= 1e-15 * max(1.0, float(np.max(np.abs(d)))):
-        return 0.0 if abs(mean) <= 1e-15 else math.copysign(math.inf, mean)
+    if sd == 0.0:
+        return math.copysign(math.inf, mean)
     return mean / (sd / math.sqrt(d.size))
 
 
@@ -96,7 +113,7 @@ def significance(t: float, threshold: float = T_THRESHOLD) -> str:
     return ""
 
 
-def summarize(records: list[dict], reference: str, threshold: float = T_THRESHOLD) -> dict:
+def summarize(records: list[dict], reference: str, threshold: float | None = None) -> dict:
     """Mean ± std over splits per criterion, and the paired t statistic to the reference.
 
     Parameters
@@ -104,6 +121,8 @@ def summarize(records: list[dict], reference: str, threshold: float = T_THRESHOL
     records : one dict per split, ``{criterion: {"test_error": e, "seconds": s, ...}}``;
         criteria that failed on a split hold ``{"error": message}``.
     reference : the criterion the others are tested against.
+    threshold : |t| above which a difference is significant (default: per criterion,
+        :func:`default_t_threshold` of the number of paired splits).
 
     Returns
     -------
@@ -128,7 +147,8 @@ def summarize(records: list[dict], reference: str, threshold: float = T_THRESHOL
         if name != reference and len(paired) >= 2:
             t = paired_t([r[name]["test_error"] for r in paired],
                          [r[reference]["test_error"] for r in paired])
-            entry["t"], entry["significant"] = t, significance(t, threshold)
+            limit = default_t_threshold(len(paired)) if threshold is None else threshold
+            entry["t"], entry["significant"] = t, significance(t, limit)
         out[name] = entry
     return out
 

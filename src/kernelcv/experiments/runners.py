@@ -15,8 +15,18 @@ folds, the same fold assignment of the training half:
   score beats the best exact one) confirmed by exact refit CV;
 * ``GACV`` — Wahba's generalised approximate CV (Huber-SVM only), O(n) after each fit;
 * ``sklearn ...`` — :class:`~sklearn.model_selection.GridSearchCV` with ``SVC``,
-  ``KernelRidge`` or ``SVR`` on the same grid (``C = 1 / (2 n lam)``, ``alpha = n lam``)
-  and the same 10 folds (``PredefinedSplit``), ``refit=False``.
+  ``KernelRidge`` or ``SVR`` on the same grid and the same 10 folds (``PredefinedSplit``),
+  ``refit=False``. kernelcv minimises ``mean loss + lam ||f||^2``, so a fit on m points
+  is sklearn's with ``alpha = m lam`` (``C = 1 / (2 m lam)``). Exact CV refits every fold
+  with the same lam on its ``n - l_i`` training points, so the search maps lam with the
+  mean training-fold size ``m = mean_i (n - l_i)`` (the same alpha as kernelcv on every
+  fold when the folds have equal sizes); the chosen lam is then refit on the whole
+  training half with ``m = n``.
+
+The LS-SVM tables run kernelcv's ``lssvm`` without a bias term (``fit_intercept=False``,
+classification by the sign of f), so that it is the same model as ``KernelRidge`` (which
+has no intercept) scored by the 0-1 error of ``sign(f)``: both libraries then compute the
+same CV error at every grid point.
 
 Approximate criteria (BIF, eps-BIF, GACV) re-evaluate degenerate candidates exactly (the
 kernel-is-identity regime, see the README) and confirm the best ``confirm`` candidates by
@@ -48,6 +58,7 @@ FOLDS = (5, 10, 20)
 EPSILONS = (0.2, 0.1, 0.05)
 HUBER_WIDTH = 0.01
 SVR_EPSILON = 0.1
+LSSVM_INTERCEPT = False  # like-for-like with KernelRidge, which has no intercept
 
 
 @dataclass(frozen=True)
@@ -137,6 +148,8 @@ def _search_options(criterion, fold_sets, seed, confirm):
 
 
 def _machine_options(machine):
+    if machine == "lssvm":
+        return {"fit_intercept": LSSVM_INTERCEPT}
     if machine == "svm":
         return {"huber_width": HUBER_WIDTH}
     if machine == "svr":
@@ -152,6 +165,7 @@ def _run_kernelcv(criterion, machine, kernel, grid, X, y, X_test, y_test, fold_s
     tic = time.perf_counter()
     result = grid_search(X, y, machine, kernel=kernel, lams=grid["lams"], **kernel_grid,
                          huber_width=HUBER_WIDTH, svr_epsilon=SVR_EPSILON, n_jobs=n_jobs,
+                         fit_intercept=LSSVM_INTERCEPT if machine == "lssvm" else None,
                          **options)
     seconds = time.perf_counter() - tic
     params = dict(result.best_params)
@@ -162,24 +176,39 @@ def _run_kernelcv(criterion, machine, kernel, grid, X, y, X_test, y_test, fold_s
             "cv_error": best["score"], "notes": list(result.notes)}
 
 
-def sklearn_search(machine, kernel, grid, n_train):
-    """The scikit-learn estimator, its parameter grid (in sklearn's units) and scoring."""
+def fold_training_size(fold_ids) -> float:
+    """Mean number of training points over the folds, ``m = mean_i (n - l_i)`` (O(n))."""
+    fold_ids = np.asarray(fold_ids)
+    _, sizes = np.unique(fold_ids, return_counts=True)
+    return float(np.mean(fold_ids.shape[0] - sizes))
+
+
+def sklearn_units(machine, lams, n_fit):
+    """kernelcv's lam in scikit-learn's units for a fit on ``n_fit`` points:
+    ``("alpha", n_fit lam)`` for KernelRidge, ``("C", 1 / (2 n_fit lam))`` for SVC/SVR."""
+    lams = np.asarray(lams, dtype=np.float64)
+    if machine in ("krr", "lssvm"):
+        return "alpha", n_fit * lams
+    return "C", 1.0 / (2.0 * n_fit * lams)
+
+
+def sklearn_search(machine, kernel, grid, n_fit):
+    """The scikit-learn estimator, its parameter grid (in sklearn's units for fits on
+    ``n_fit`` points, see :func:`sklearn_units`) and its scoring."""
     kernel_grid = ({"gamma": list(grid["gammas"])} if kernel != "poly"
                    else {"degree": list(grid["degrees"])})
     fixed = {"kernel": kernel}
     if kernel == "poly":
         fixed.update(gamma=1.0, coef0=1.0)
-    lams = np.asarray(grid["lams"], dtype=np.float64)
+    name, values = sklearn_units(machine, grid["lams"], n_fit)
     if machine in ("krr", "lssvm"):
         estimator = KernelRidge(**fixed)
-        param_grid = {**kernel_grid, "alpha": list(n_train * lams)}
         scoring = "neg_mean_squared_error" if machine == "krr" else _sign_accuracy
     else:
         estimator = (SVR(epsilon=SVR_EPSILON, **fixed) if machine == "svr"
                      else SVC(**fixed))
-        param_grid = {**kernel_grid, "C": list(1.0 / (2.0 * n_train * lams))}
         scoring = "neg_mean_squared_error" if machine == "svr" else "accuracy"
-    return estimator, param_grid, scoring
+    return estimator, {**kernel_grid, name: list(values)}, scoring
 
 
 def _sign_accuracy(estimator, X, y):
@@ -188,7 +217,8 @@ def _sign_accuracy(estimator, X, y):
 
 
 def _run_sklearn(machine, kernel, grid, X, y, X_test, y_test, fold_ids, n_jobs):
-    estimator, param_grid, scoring = sklearn_search(machine, kernel, grid, X.shape[0])
+    m = fold_training_size(fold_ids)
+    estimator, param_grid, scoring = sklearn_search(machine, kernel, grid, m)
     search = GridSearchCV(estimator, param_grid, scoring=scoring,
                           cv=PredefinedSplit(fold_ids), refit=False, n_jobs=n_jobs)
     with warnings.catch_warnings(record=True) as caught:
@@ -196,7 +226,12 @@ def _run_sklearn(machine, kernel, grid, X, y, X_test, y_test, fold_ids, n_jobs):
         tic = time.perf_counter()
         search.fit(X, y)
         seconds = time.perf_counter() - tic
-        best = search.best_params_
+        best = dict(search.best_params_)
+        # back to lam, then refit on the whole half with that lam (m = n)
+        name = "alpha" if "alpha" in best else "C"
+        searched = np.asarray(param_grid[name])
+        lam = float(np.asarray(grid["lams"])[int(np.argmin(np.abs(searched - best[name])))])
+        best[name] = float(sklearn_units(machine, [lam], X.shape[0])[1][0])
         model = estimator.set_params(**best).fit(X, y)
         predictions = model.predict(X_test)
     if machine == "lssvm":
@@ -204,7 +239,7 @@ def _run_sklearn(machine, kernel, grid, X, y, X_test, y_test, fold_ids, n_jobs):
     notes = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}"
                     for w in caught})
     return {"test_error": _test_error(machine, predictions, y_test), "seconds": seconds,
-            "best_params": {k: float(v) for k, v in best.items()},
+            "best_params": {k: float(v) for k, v in best.items()}, "lam": lam,
             "cv_error": float(-search.best_score_) if machine in ("krr", "svr")
             else float(1.0 - search.best_score_), "notes": notes[:3]}
 

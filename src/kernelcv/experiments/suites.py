@@ -89,8 +89,10 @@ class TableSpec:
 
 
 TABLES: dict[str, TableSpec] = {spec.name: spec for spec in (
-    TableSpec("lssvm-rbf", "LS-SVM, Gaussian kernel", "lssvm", "rbf", "classification"),
-    TableSpec("lssvm-poly", "LS-SVM, polynomial kernel", "lssvm", "poly", "classification"),
+    TableSpec("lssvm-rbf", "LS-SVM (no bias, as KernelRidge), Gaussian kernel", "lssvm",
+              "rbf", "classification"),
+    TableSpec("lssvm-poly", "LS-SVM (no bias, as KernelRidge), polynomial kernel", "lssvm",
+              "poly", "classification"),
     TableSpec("l2svm", "L2-SVM (squared hinge), Gaussian kernel", "l2svm", "rbf",
               "classification"),
     TableSpec("svm", "Huber-SVM (h = 0.01), Gaussian kernel", "svm", "rbf", "classification"),

@@ -49,8 +49,14 @@ def to_markdown(report: dict) -> str:
         f"{report['grid']['description']}; selection on the training half, test error on "
         f"the other half (0-1 error, or MSE of standardised targets). Cells: mean ± std "
         f"over splits. ↑ / ↓: paired t against **{report['reference']}** above "
-        f"{report['t_threshold']} (significantly worse / better). Seconds: selection "
-        f"only, OMP_NUM_THREADS={report['environment'].get('OMP_NUM_THREADS') or 'unset'}.")
+        f"{report['t_threshold']:.3f} (significantly worse / better; default threshold: "
+        f"one-sided 95% point of Student's t with R - 1 degrees of freedom). Seconds: "
+        f"selection only, "
+        f"OMP_NUM_THREADS={report['environment'].get('OMP_NUM_THREADS') or 'unset'}. "
+        "scikit-learn searches the same grid with alpha = m lam (KernelRidge) or "
+        "C = 1 / (2 m lam) (SVC, SVR), m the mean training-fold size, and refits its "
+        "choice with m = n; the LS-SVM tables run kernelcv's LS-SVM without a bias "
+        "term, the same model as KernelRidge (0-1 error of sign f).")
     out.append("")
     for table in report["tables"]:
         if not table["sets"]:
