@@ -65,7 +65,7 @@ def test_ridge_cv_path_and_refit_match_sklearn_ridge():
     X = rng.standard_normal((40, 5))
     y = X @ np.array([1.0, -2.0, 0.0, 0.0, 0.5]) + 3.0 + rng.standard_normal(40)
     lams = [0.01, 0.1, 1.0, 10.0, 100.0]
-    est = HypotheticalRidgeCV(lams=lams).fit(X, y)
+    est = HypotheticalRidgeCV(lams=lams, noise_var=0.5).fit(X, y)
     Z = np.column_stack([X, np.ones(40)])
     expected, loo = [], []
     for lam in lams:
@@ -84,6 +84,28 @@ def test_ridge_cv_path_and_refit_match_sklearn_ridge():
     assert est.intercept_ == pytest.approx(reference.intercept_, abs=1e-10)
     by_loo = HypotheticalRidgeCV(lams=lams, select="loo").fit(X, y)
     assert by_loo.lam_ == lams[int(np.argmin(loo))]
+
+
+def test_ridge_cv_auto_noise_var_is_mallows_cp():
+    """Default ``noise_var="auto"``: s2 = RSS / (n - p - 1) of the OLS fit with intercept."""
+    from sklearn.linear_model import LinearRegression
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((40, 5))
+    y = X @ np.array([1.0, -2.0, 0.0, 0.0, 0.5]) + 3.0 + 2.0 * rng.standard_normal(40)
+    lams = [0.01, 0.1, 1.0, 10.0, 100.0]
+    est = HypotheticalRidgeCV(lams=lams).fit(X, y)
+    ols = LinearRegression().fit(X, y)
+    s2 = np.sum((y - ols.predict(X)) ** 2) / (40 - 6)
+    assert est.noise_var_ == pytest.approx(s2, rel=1e-10)
+    Z = np.column_stack([X, np.ones(40)])
+    expected = []
+    for lam in lams:
+        B = lam * np.diag([1.0] * 5 + [0.0])
+        hat = Z @ np.linalg.solve(Z.T @ Z + B, Z.T)
+        rss = np.sum((y - Ridge(alpha=lam).fit(X, y).predict(X)) ** 2)
+        expected.append(rss + 2 * s2 * np.trace(hat))
+    np.testing.assert_allclose(est.criterion_path_, expected, rtol=1e-10)
 
 
 def test_enet_classifier_matches_path_and_independent_retrain():

@@ -125,3 +125,85 @@ def test_singular_system_and_bad_inputs_are_reported():
     X[0, 0] = np.nan
     with pytest.raises(KernelCVError, match="finite"):
         ridge_criterion(X, y, np.ones(6))
+
+
+def _intercept_data(seed, n=60, p=15, offset=7.0, noise=1.0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p))
+    coef = np.zeros(p)
+    coef[:4] = rng.standard_normal(4)
+    return X, X @ coef + offset + noise * rng.standard_normal(n)
+
+
+def _brute_loo_intercept(Z, B, y):
+    errors = []
+    for i in range(Z.shape[0]):
+        keep = np.arange(Z.shape[0]) != i
+        w = np.linalg.solve(Z[keep].T @ Z[keep] + B, Z[keep].T @ y[keep])
+        errors.append((y[i] - Z[i] @ w) ** 2)
+    return float(np.mean(errors))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_auto_noise_var_is_scale_invariant_and_near_loo(seed):
+    """Mallows' Cp ("auto"): y * 100 picks the same lam, near the brute-force LOO choice.
+
+    The paper's fixed s2 = 0.5 is not scale-invariant: on y * 100 it drifts to the
+    least-regularised lam of the path.
+    """
+    from kernelcv.hypothetical.ridge import intercept_design
+
+    X, y = _intercept_data(seed)
+    Z, B0 = intercept_design(X)
+    lams = np.logspace(-3, 3, 19)
+    small = ridge_path(Z, y, lams, B0=B0, noise_var="auto")
+    large = ridge_path(Z, 100.0 * y, lams, B0=B0, noise_var="auto")
+    assert large["noise_var"] == pytest.approx(1e4 * small["noise_var"], rel=1e-9)
+    assert small["best_lam"] == large["best_lam"]
+    np.testing.assert_allclose(large["criterion"], 1e4 * small["criterion"], rtol=1e-9)
+    loo = np.array([_brute_loo_intercept(Z, lam * np.diag(B0), y) for lam in lams])
+    np.testing.assert_allclose(small["loo_mse"], loo, rtol=1e-9)
+    pick = int(np.argmin(small["criterion"]))
+    assert abs(pick - int(np.argmin(loo))) <= 2
+    assert loo[pick] <= 1.02 * loo.min()
+    fixed = ridge_path(Z, 100.0 * y, lams, B0=B0, noise_var=0.5)
+    assert fixed["best_lam"] == lams[0] != large["best_lam"]
+
+
+def test_auto_noise_var_is_the_least_squares_estimate_and_falls_back_when_p_ge_n():
+    X, y = _data(7, n=30, p=5)
+    path = ridge_path(X, y, [0.1, 1.0], noise_var="auto")
+    a = np.linalg.lstsq(X, y, rcond=None)[0]
+    assert path["noise_var"] == pytest.approx(np.sum((y - X @ a) ** 2) / 25, rel=1e-10)
+    assert path["noise_var"] == pytest.approx(estimate_noise_var(X, y), rel=1e-12)
+    np.testing.assert_allclose(path["criterion"], path["rss"] + 2 * path["noise_var"]
+                               * path["effective_dimension"], rtol=1e-12)
+    X, y = _data(8, n=12, p=20)  # n <= rank X: the least-regularised lam with n - d >= 1
+    lams = np.array([10.0, 1e-6, 1.0])
+    path = ridge_path(X, y, lams, noise_var="auto")
+    ok = [i for i in np.argsort(lams) if 12 - path["effective_dimension"][i] >= 1]
+    i = ok[0]
+    assert lams[i] == 1.0
+    assert path["noise_var"] == pytest.approx(
+        path["rss"][i] / (12 - path["effective_dimension"][i]), rel=1e-12)
+    with pytest.raises(KernelCVError, match="noise_var='auto' cannot estimate"):
+        ridge_path(X, y, [1e-8], noise_var="auto")
+    with pytest.raises(KernelCVError, match="noise_var"):
+        ridge_path(X, y, [1.0], noise_var="cp")
+
+
+def test_auto_noise_var_on_housing_matches_the_loo_choice():
+    """housing_scale: s2 = 0.5 picks lam = 0.01 (LOO: 1); "auto" picks the LOO lam."""
+    import os
+
+    from kernelcv.datasets import load_data
+    from kernelcv.hypothetical.ridge import DEFAULT_LAMS, intercept_design
+
+    path = "/work/shared/datasets/libsvm/housing_scale.svm"
+    if not os.path.exists(path):
+        pytest.skip("the shared data sets are not available")
+    X, y = load_data(path)
+    Z, B0 = intercept_design(X.toarray() if hasattr(X, "toarray") else X)
+    for scale in (1.0, 100.0):
+        res = ridge_path(Z, scale * y, DEFAULT_LAMS, B0=B0, noise_var="auto")
+        assert res["best_lam"] == res["best_lam_loo"] == 1.0

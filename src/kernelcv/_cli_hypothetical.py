@@ -29,8 +29,10 @@ def add_arguments(parser):
     parser.add_argument("--C", default="1", metavar="C",
                         help="C value(s), comma list (default 1; enet and relevance use the first)")
     parser.add_argument("--lam-grid", metavar="L", help="lam values for ridge")
-    parser.add_argument("--noise-var", type=float, default=0.5, metavar="S2",
-                        help="s2 in the penalty 2 s2 d (default 0.5, the paper's form)")
+    parser.add_argument("--noise-var", metavar="S2",
+                        help="s2 in the penalty 2 s2 d: a number > 0 or 'auto' (ridge: "
+                             "Mallows' Cp, estimated from the least-squares residuals). "
+                             "Default: auto for ridge, 0.5 (the paper's form) otherwise")
     parser.add_argument("--no-loo", action="store_true",
                         help="enet, relevance: skip the exact LOO reference (n refits per mu)")
     parser.add_argument("--out", metavar="DIR", help="write report.json (and the plot) here")
@@ -64,6 +66,20 @@ def _mu_grid(text):
     return [0.0] * bool(zeros) + values
 
 
+def _noise_var(text):
+    """``--noise-var``: None (the model's default), "auto" or a positive number."""
+    if text is None or text.strip().lower() == "auto":
+        return None if text is None else "auto"
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise KernelCVError(f"argument --noise-var: expected a number > 0 or 'auto', "
+                            f"got {text!r}")
+    return value
+
+
 def _kernels(args):
     specs = [k.strip() for k in (args.kernels or "").split(",") if k.strip()]
     specs += [f"rbf:{g!r}" for g in (_grid(args.gammas, "--gammas", "gamma") or [])]
@@ -81,7 +97,7 @@ def run_command(args, parser):
     return run_hypothetical(
         args.data, model=args.model, mus=_mu_grid(args.mu_grid),
         Cs=_grid(args.C, "--C", "C"), lams=_grid(args.lam_grid, "--lam-grid", "lam"),
-        noise_var=args.noise_var, loo=not args.no_loo, out=args.out, plot=args.plot,
+        noise_var=_noise_var(args.noise_var), loo=not args.no_loo, out=args.out, plot=args.plot,
         kernels=kernels, similarities=similarities)
 
 
@@ -91,7 +107,8 @@ def render(report):
              f"{report['n_features']} features)",
              f"model     {report['model']}  ({report['seconds']:.3g} s)"]
     if report["model"] == "ridge":
-        lines.append(f"best lam  {report['best_lam']:.4g}  (LOO: {report['best_lam_loo']:.4g})")
+        lines.append(f"best lam  {report['best_lam']:.4g}  (LOO: {report['best_lam_loo']:.4g}; "
+                     f"s2 {report['noise_var']:.4g}; free intercept)")
         header, rows = ("lam", "criterion", "d", "LOO MSE", "GCV"), zip(
             report["lams"], report["criterion"], report["effective_dimension"],
             report["loo_mse"], report["gcv"], strict=True)

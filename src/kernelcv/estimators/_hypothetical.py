@@ -31,7 +31,7 @@ from ..hypothetical.relevance import (
     relevance_path,
     relevant_features,
 )
-from ..hypothetical.ridge import ridge_fit, ridge_path
+from ..hypothetical.ridge import DEFAULT_LAMS, intercept_design, ridge_fit, ridge_path
 
 __all__ = ["EnetSVMClassifier", "HypotheticalRidgeCV", "RelevanceSVMClassifier"]
 
@@ -51,7 +51,7 @@ class HypotheticalRidgeCV(RegressorMixin, BaseEstimator):
     The model is ``y ~ X a + b`` with ``(a, b) = argmin ||y - X a - b||^2 + lam ||a||^2``
     (the intercept is not penalised; scikit-learn's ``Ridge(alpha=lam)``). For every
     ``lam`` of ``lams`` it evaluates ``J = RSS + 2 s2 Tr H`` with the hat matrix ``H`` of
-    ``[X, 1]`` (Theorem 3 of Chernousova et al.; ``s2 = 0.5`` is the paper's form), the
+    ``Z = [X, 1]`` and ``B = lam diag(1, ..., 1, 0)`` (Theorem 3 of Chernousova et al.), the
     closed-form LOO MSE and GCV, and refits at the chosen ``lam``.
     Cost O(n p^2 + p^3) per ``lam`` plus one O(n p^2) Gram matrix.
 
@@ -59,14 +59,19 @@ class HypotheticalRidgeCV(RegressorMixin, BaseEstimator):
     ----------
     lams : array-like of float >= 0, default None
         The path; None means 13 values ``10^-3 .. 10^3``.
-    noise_var : float > 0, default 0.5
-        ``s2`` of the penalty (the noise variance gives Mallows' Cp).
+    noise_var : "auto" or float > 0, default "auto"
+        ``s2`` of the penalty. ``"auto"`` is Mallows' Cp: ``s2 = RSS / (n - p - 1)`` of the
+        least-squares fit on ``Z`` (see :func:`kernelcv.hypothetical.ridge_path`), so the
+        choice of ``lam`` does not depend on the units of ``y``. A number fixes ``s2``;
+        ``0.5`` is the paper's unit-scaled form, sensible only when the noise variance is
+        about 0.5 in the units of ``y``.
     select : {"criterion", "loo", "gcv"}, default "criterion"
         What chooses ``lam``: the hypothetical criterion, the exact LOO MSE or GCV.
 
     Attributes
     ----------
     lam_ : float, the chosen ``lam``.
+    noise_var_ : float, the ``s2`` used (estimated when ``noise_var="auto"``).
     coef_ : (p,) weights; intercept_ : float.
     lams_, criterion_path_, loo_path_, gcv_path_, effective_dimension_path_ : (L,) arrays
         The path (``loo_path_`` is the closed-form LOO MSE).
@@ -74,11 +79,11 @@ class HypotheticalRidgeCV(RegressorMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "lams": _GRID,
-        "noise_var": [_POSITIVE],
+        "noise_var": [_POSITIVE, StrOptions({"auto"})],
         "select": [StrOptions({"criterion", "loo", "gcv"})],
     }
 
-    def __init__(self, lams=None, noise_var=0.5, select="criterion"):
+    def __init__(self, lams=None, noise_var="auto", select="criterion"):
         self.lams = lams
         self.noise_var = noise_var
         self.select = select
@@ -96,12 +101,11 @@ class HypotheticalRidgeCV(RegressorMixin, BaseEstimator):
         """
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        lams = np.logspace(-3, 3, 13) if self.lams is None else np.asarray(self.lams, float)
-        Z = np.column_stack([X, np.ones(X.shape[0])])
-        B0 = np.ones(Z.shape[1])
-        B0[-1] = 0.0  # the intercept is free
-        path = ridge_path(Z, y.astype(np.float64), lams, B0=np.diag(B0),
-                          noise_var=self.noise_var)
+        Z, B0 = intercept_design(X)
+        path = ridge_path(Z, y.astype(np.float64),
+                          DEFAULT_LAMS if self.lams is None else np.asarray(self.lams, float),
+                          B0=np.diag(B0), noise_var=self.noise_var)
+        self.noise_var_ = float(path["noise_var"])
         key = {"criterion": "criterion", "loo": "loo_mse", "gcv": "gcv"}[self.select]
         best = int(np.argmin(path[key]))
         self.lams_ = path["lams"]

@@ -21,6 +21,7 @@ from .report import MODELS, path_figure, run_hypothetical
 from .ridge import (
     effective_dimension,
     estimate_noise_var,
+    intercept_design,
     ridge_criterion,
     ridge_fit,
     ridge_path,
@@ -40,6 +41,7 @@ __all__ = [
     "estimate_noise_var",
     "fit_enet_svm",
     "fit_squared_hinge_svm",
+    "intercept_design",
     "kernel_similarities",
     "make_kernels",
     "mu_max",

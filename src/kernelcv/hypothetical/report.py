@@ -1,6 +1,8 @@
 """One call from a data file to a JSON-friendly hypothetical-CV report (used by the CLI).
 
-``ridge``: criterion, closed-form LOO and GCV over a ``lam`` path (``B = lam I``).
+``ridge``: criterion, closed-form LOO and GCV over a ``lam`` path for ridge with a free
+intercept (``Z = [X, 1]``, ``B = lam diag(1, ..., 1, 0)``, as
+:class:`kernelcv.estimators.HypotheticalRidgeCV`).
 ``svm``: the criterion (37) of the squared-hinge SVM for each ``C``.
 ``enet``: the criterion (43) and, unless switched off, the exact LOO error over a ``mu``
 path, with the figure pair "LOO error vs mu" / "criterion vs mu".
@@ -10,6 +12,7 @@ similarity matrices; the report adds the relevant training objects and kernels.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import time
@@ -20,17 +23,19 @@ from ..datasets import load_data
 from ..exceptions import KernelCVError
 from .elastic_net import enet_svm_path
 from .relevance import kernel_similarities, make_kernels, relevance_path
-from .ridge import DEFAULT_NOISE_VAR, ridge_path
+from .ridge import DEFAULT_LAMS, DEFAULT_NOISE_VAR, intercept_design, ridge_path
 from .svm import svm_criterion
 
 __all__ = ["MODELS", "path_figure", "run_hypothetical"]
 
 MODELS = ("ridge", "svm", "enet", "relevance")
-DEFAULT_LAMS = np.logspace(-3, 3, 13)
+PLOTTED = ("ridge", "enet", "relevance")
+REPORT_NAME = "report.json"
+FIGURE_NAME = "hypothetical.png"
 
 
 def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
-                     noise_var=DEFAULT_NOISE_VAR, loo=True, out=None, plot=False,
+                     noise_var=None, loo=True, out=None, plot=False,
                      kernels=None, similarities=None):
     """Load ``data`` and run the hypothetical criterion of ``model``.
 
@@ -42,9 +47,14 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
         ``mu_max``)
     Cs : C values (``svm``: one criterion each; ``enet``, ``relevance``: the first is used)
     lams : ridge grid (default 1e-3..1e3)
-    noise_var : ``s2`` of the penalty ``2 s2 d`` (0.5 = the paper's form)
+    noise_var : ``s2`` of the penalty ``2 s2 d``; None means the model's default:
+        ``"auto"`` (Mallows' Cp, ``s2`` estimated from the least-squares residuals, so the
+        choice does not depend on the units of ``y``) for ``ridge``, 0.5 (the paper's form)
+        for the SVM criteria. ``"auto"`` is accepted for ``ridge`` only.
     loo : for ``enet``, also the exact LOO error (n refits per mu)
     out, plot : directory for ``report.json`` and, with ``plot``, ``hypothetical.png``
+        (checked before any work; both files are written together, atomically, at the end;
+        non-finite numbers are written as null)
     kernels : ``relevance``: kernel specifications (see
         :func:`kernelcv.hypothetical.relevance.make_kernels`), default ``["rbf"]``
     similarities : ``relevance``: precomputed ``n x n`` matrices (arrays or ``.npy``
@@ -59,8 +69,17 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
         raise KernelCVError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
     if plot and out is None:
         raise KernelCVError("plots are written to a directory: give --out DIR with --plot")
+    if plot and model not in PLOTTED:
+        raise KernelCVError(f"--plot: --model {model} has no figure (it shows a mu or lam "
+                            f"path); use --model {', '.join(PLOTTED)} or drop --plot")
     if model != "relevance" and (kernels or similarities):
         raise KernelCVError("kernels and similarity matrices belong to --model relevance")
+    noise_var = _noise_var(model, noise_var)
+    # imported here: kernelcv.selection imports the estimators, which import this package
+    from ..selection.report import _check_writable_folder, _write_all, jsonable
+
+    if out is not None:
+        _check_writable_folder(out)
     loaded = [_load_similarity(s) for s in similarities or []]
     if isinstance(data, tuple):
         X, y = data
@@ -71,9 +90,13 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
     X = X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=np.float64)
     start = time.perf_counter()
     if model == "ridge":
-        path = ridge_path(X, y, DEFAULT_LAMS if lams is None else lams, noise_var=noise_var)
+        Z, B0 = intercept_design(X)
+        path = ridge_path(Z, np.asarray(y, dtype=np.float64),
+                          DEFAULT_LAMS if lams is None else lams, B0=np.diag(B0),
+                          noise_var=noise_var)
         report = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
                   for k, v in path.items()}
+        report["intercept"] = True
     elif model == "svm":
         rows = [svm_criterion(X, y, C, noise_var=noise_var) for C in Cs]
         keys = ("C", "criterion", "empirical_risk", "effective_dimension", "n_support",
@@ -88,18 +111,38 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
                   n_features=int(X.shape[1]), seconds=time.perf_counter() - start,
                   files=[])
     if out is not None:
-        os.makedirs(out, exist_ok=True)
-        if plot:
-            from ..plotting import save_figure
-
-            target = os.path.join(out, "hypothetical.png")
-            save_figure(path_figure(report), target)
-            report["files"].append(target)
-        target = os.path.join(out, "report.json")
-        report["files"].append(target)
-        with open(target, "w", encoding="utf-8") as handle:
-            json.dump(report, handle, indent=2)
+        outputs = {FIGURE_NAME: _png(path_figure(report))} if plot else {}
+        report["files"] = [os.path.join(os.fspath(out), name)
+                           for name in (*outputs, REPORT_NAME)]
+        outputs[REPORT_NAME] = (json.dumps(jsonable(report), indent=2, allow_nan=False)
+                                + "\n").encode()
+        _write_all(out, outputs)
     return report
+
+
+def _noise_var(model, noise_var):
+    """The model's default ``s2`` ("auto" for ridge, 0.5 otherwise), validated."""
+    if noise_var is None:
+        return "auto" if model == "ridge" else DEFAULT_NOISE_VAR
+    if isinstance(noise_var, str):
+        if noise_var != "auto":
+            raise KernelCVError(f"noise_var must be a positive number or 'auto', "
+                                f"got {noise_var!r}")
+        if model != "ridge":
+            raise KernelCVError(f"noise_var 'auto' is for --model ridge; give a positive "
+                                f"number for --model {model} (0.5 is the paper's form)")
+        return noise_var
+    value = float(noise_var)
+    if not np.isfinite(value) or value <= 0:
+        raise KernelCVError(f"noise_var must be a positive finite number, got {noise_var!r}")
+    return value
+
+
+def _png(fig):
+    """The figure as PNG bytes (written later with the report, all or nothing)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=150)
+    return buffer.getvalue()
 
 
 def _load_similarity(source):
@@ -118,7 +161,7 @@ def _load_similarity(source):
 
 def _relevance(X, y, kernels, similarities, mus, C, noise_var, loo):
     """The relevance-object path on the kernels' and the given similarity matrices."""
-    specs = make_kernels(kernels, X.shape[1]) if kernels or not similarities else []
+    specs = make_kernels(kernels or ["rbf"], X.shape[1]) if kernels or not similarities else []
     sims = kernel_similarities(X, specs) + list(similarities)
     names = ([k.params() for k in specs]
              + [{"kernel": "precomputed", "matrix": i} for i in range(len(similarities))])

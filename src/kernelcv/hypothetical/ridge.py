@@ -13,7 +13,9 @@ hypothetical test set by the training loss plus an effective-dimension penalty::
 
 With the paper's unit-scaled likelihood (``s2 = 1/2``, the default) this is exactly
 ``||y - X a||^2 + Tr[X X' (X X' + B)^-1]`` in the paper's transposed notation. Setting
-``s2`` to the noise variance gives Mallows' Cp. As ``B -> 0`` on the free coefficients
+``s2`` to the noise variance gives Mallows' Cp; ``noise_var="auto"`` in :func:`ridge_path`
+estimates it from the data (:func:`estimate_noise_var`), which makes the choice of ``B``
+independent of the scale of ``y``. As ``B -> 0`` on the free coefficients
 (Theorem 4, the AIC limit) ``d(B)`` tends to the number of free coefficients; a coefficient
 penalised infinitely (``inf`` on the diagonal) is fixed at zero and counts for nothing.
 """
@@ -31,12 +33,27 @@ __all__ = [
     "check_penalty",
     "effective_dimension",
     "estimate_noise_var",
+    "intercept_design",
     "ridge_criterion",
     "ridge_fit",
     "ridge_path",
 ]
 
 DEFAULT_NOISE_VAR = 0.5
+DEFAULT_LAMS = np.logspace(-3, 3, 13)
+
+
+def intercept_design(X):
+    """``Z = [X, 1]`` and the diagonal ``B0 = (1, ..., 1, 0)``: ridge with a free intercept.
+
+    ``B = lam * diag(B0)`` on ``Z`` is scikit-learn's ``Ridge(alpha=lam)``: the weights of
+    ``X`` are penalised, the intercept is not. Cost O(n p).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    Z = np.column_stack([X, np.ones(X.shape[0])])
+    B0 = np.ones(Z.shape[1])
+    B0[-1] = 0.0
+    return Z, B0
 
 
 def check_penalty(B, n_features):
@@ -117,6 +134,10 @@ def effective_dimension(X, B):
 def estimate_noise_var(X, y):
     """Unbiased noise variance of the least-squares fit, ``RSS / (n - rank X)``.
 
+    This is Mallows' estimate: under ``y = X a + e`` with ``e ~ (0, s2 I)`` the residuals of
+    the unpenalised (least-regularised) fit have ``E RSS = s2 (n - rank X)``, since the
+    hat matrix of least squares has trace ``rank X``. It scales with ``y^2``, so the
+    criterion ``RSS + 2 s2 d`` it feeds picks the same ``lam`` whatever the units of ``y``.
     Needs more objects than the rank of ``X``; cost O(n p^2).
     """
     X = np.asarray(X, dtype=np.float64)
@@ -130,6 +151,9 @@ def estimate_noise_var(X, y):
 
 
 def _check_noise_var(noise_var):
+    if isinstance(noise_var, str):
+        raise KernelCVError(f"noise_var must be a positive number or 'auto' (ridge_path), "
+                            f"got {noise_var!r}")
     value = float(noise_var)
     if not math.isfinite(value) or value <= 0:
         raise KernelCVError(f"noise_var must be a positive finite number, got {noise_var!r}")
@@ -166,13 +190,23 @@ def ridge_path(X, y, lams, B0=None, noise_var=DEFAULT_NOISE_VAR):
     costs O(p^3 + n p^2) for the hat diagonal. LOO uses the exact ridge identity
     ``y_i - f_{-i}(x_i) = r_i / (1 - H_ii)``; GCV is ``n RSS / (n - d)^2``.
 
+    ``noise_var`` is ``s2`` of ``J = RSS + 2 s2 d``: a positive number (0.5, the default, is
+    the paper's unit-scaled form, which depends on the units of ``y``) or ``"auto"``
+    (Mallows' Cp): ``s2 = RSS / (n - rank X)`` of the least-squares fit
+    (:func:`estimate_noise_var`); when ``n <= rank X`` the least-regularised ``lam`` of the
+    path that leaves at least one residual degree of freedom gives
+    ``s2 = RSS(lam) / (n - d(lam))``. ``"auto"`` scales with ``y^2``, so the chosen
+    ``lam`` does not depend on the units of ``y``.
+
     Returns
     -------
     dict of (L,) arrays ``criterion``, ``loo_mse``, ``gcv``, ``effective_dimension``,
-    ``rss`` and ``lams``, plus the arg-minima ``best_lam`` and ``best_lam_loo``.
+    ``rss`` and ``lams``, the arg-minima ``best_lam`` and ``best_lam_loo`` and the ``s2``
+    used, ``noise_var``.
     """
     X, y = _check_xy(X, y)
-    s2 = _check_noise_var(noise_var)
+    auto = isinstance(noise_var, str) and noise_var == "auto"
+    s2 = None if auto else _check_noise_var(noise_var)
     lams = np.asarray(lams, dtype=np.float64).ravel()
     if lams.size == 0 or not np.all(np.isfinite(lams)) or np.any(lams < 0):
         raise KernelCVError("lams must be a non-empty list of finite values >= 0")
@@ -193,13 +227,30 @@ def ridge_path(X, y, lams, B0=None, noise_var=DEFAULT_NOISE_VAR):
         rss = float(resid @ resid)
         out["rss"][i] = rss
         out["effective_dimension"][i] = d
-        out["criterion"][i] = rss + 2.0 * s2 * d
         out["loo_mse"][i] = float(np.mean((resid / (1.0 - hdiag)) ** 2))
         out["gcv"][i] = n * rss / (n - d) ** 2 if d < n else math.inf
+    if auto:
+        s2 = _auto_noise_var(X, y, lams, out["rss"], out["effective_dimension"])
+    out["criterion"] = out["rss"] + 2.0 * s2 * out["effective_dimension"]
+    out["noise_var"] = s2
     out["lams"] = lams
     out["best_lam"] = float(lams[np.argmin(out["criterion"])])
     out["best_lam_loo"] = float(lams[np.argmin(out["loo_mse"])])
     return out
+
+
+def _auto_noise_var(X, y, lams, rss, dims):
+    """Mallows' ``s2``: least squares if ``n > rank X``, else the least-regularised fit."""
+    n = X.shape[0]
+    if n > np.linalg.matrix_rank(X):
+        return estimate_noise_var(X, y)
+    for i in np.argsort(lams, kind="stable"):
+        if n - dims[i] >= 1.0:
+            return float(rss[i] / (n - dims[i]))
+    raise KernelCVError(f"noise_var='auto' cannot estimate the noise variance from {n} "
+                        f"sample(s): it needs more samples than features or a lam that "
+                        "leaves a residual degree of freedom; give a larger lam or "
+                        "noise_var explicitly")
 
 
 def _check_xy(X, y):
