@@ -149,8 +149,8 @@ def subsample(X, y, n, seed=0):
 def mode_ratsch(args):
     gammas, cs = grids(args.grid)
     egammas, ecs = grids(args.exact_grid)
-    print(f"rff: D = {args.features}, grid {args.grid}; exact GridSearchCV(SVC): grid "
-          f"{args.exact_grid}")
+    print(f"rff: D = {args.features}, loss {args.loss or 'squared_hinge'}, grid {args.grid}; "
+          f"exact GridSearchCV(SVC): grid {args.exact_grid}")
     print("| set (split) | n train / test | k | rff acc | exact acc | rff s (search + final) "
           "| exact s | speed-up |")
     print("|---|---|---|---|---|---|---|---|")
@@ -163,7 +163,8 @@ def mode_ratsch(args):
             X, y, X_test, y_test, how = loaded
             for k in args.folds:
                 folds = make_folds(y, k, True, 0)
-                a = rff_select(X, y, X_test, y_test, folds, gammas, cs, args.features)
+                a = rff_select(X, y, X_test, y_test, folds, gammas, cs, args.features,
+                               args.loss)
                 e = exact_select(X, y, X_test, y_test, folds, egammas, ecs)
                 rff_s = a["search_s"] + a["final_s"]
                 print(f"| {name} ({how}) | {y.size} / {y_test.size} | {k} | "
