@@ -295,7 +295,31 @@ def test_svmlight_test_file_with_fewer_features_is_padded(capsys, files):
     assert report["test_error"] == pytest.approx(np.mean(model.predict(X_test) != y_test))
 
 
-@pytest.mark.parametrize("name", ["test_wide", "test_wide_csv", "test_wide_npz"])
+def test_svmlight_test_file_with_more_features_keeps_the_joint_width(capsys, files):
+    # Read together, the training data get an all-zero column for the test file's extra
+    # feature: the search is unchanged (no kernel value between training points changes)
+    # and the model predicts the test rows with every feature they have.
+    plain = _select(capsys, files["train"], "--machine", "l2svm", "--test", files["test"])
+    wide = _select(capsys, files["train"], "--machine", "l2svm", "--test", files["test_wide"])
+    assert wide["best_params"] == plain["best_params"]
+    assert [c["score"] for c in wide["candidates"]] == [c["score"] for c in plain["candidates"]]
+    X, y = load_data(files["train"])
+    X_wide, y_test = load_data(files["test_wide"])
+    X_pad = np.hstack([X.toarray(), np.zeros((X.shape[0], 1))])
+    params = {k: v for k, v in wide["best_params"].items() if k != "kernel"}
+    model = L2SVMClassifier(**params).fit(X_pad, y)
+    assert wide["test_error"] == pytest.approx(np.mean(model.predict(X_wide) != y_test))
+    # bias-free rbf machine: the extra feature scales every k(x, x_i) by exp(-gamma),
+    # so no sign (and no test error) changes
+    assert wide["test_error"] == pytest.approx(plain["test_error"])
+    krr = _select(capsys, files["train"], "--machine", "krr", "--test", files["test_wide"])
+    params = {k: v for k, v in krr["best_params"].items() if k != "kernel"}
+    model = KernelRidgeRegressor(**params).fit(X_pad, y)
+    mse = np.mean((model.predict(X_wide) - y_test) ** 2)
+    assert krr["test_error"] == pytest.approx(mse)
+
+
+@pytest.mark.parametrize("name", ["test_wide_csv", "test_wide_npz"])
 def test_test_file_with_more_features_is_refused(capsys, files, tmp_path, name):
     out_dir = tmp_path / "out"
     result = _run(capsys, "select", files["train"], "--machine", "l2svm", "--gamma-grid",

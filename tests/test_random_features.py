@@ -224,7 +224,10 @@ def test_rff_krr_uses_closed_form(data):
                          gammas=[0.01, 0.1], Cs=[1.0, 100.0])
     assert result.config["feature_loss"] == "square"
     Z = FeatureMap("rff", 20, random_state=0).fit(X).transform(X, 0.1)
-    path = square_path_cv(Z, y, result.fold_ids, c_to_lam([1.0, 100.0], 120), False)
+    # krr is bias-free: the feature-space ridge has no intercept either
+    assert result.config["feature_intercept"] is False
+    path = square_path_cv(Z, y, result.fold_ids, c_to_lam([1.0, 100.0], 120), False,
+                          fit_intercept=False)
     got = [c["cv_error"] for c in result.candidates if c["gamma"] == 0.1]
     np.testing.assert_allclose(got, path.cv_error)
 

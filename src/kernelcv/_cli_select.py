@@ -95,7 +95,8 @@ def add_arguments(parser, order_arg, budget_arg, data_help):
     source.add_argument("--fold-ids", metavar="FILE",
                         help="file with one fold id per training sample")
     cv.add_argument("--seed", type=int, metavar="S",
-                    help="seed of the fold assignment (default 0)")
+                    help="seed of the fold assignment and, with --method rff, of the "
+                         "feature draw (default 0; with --fold-ids only the features)")
     cv.add_argument("--method", choices=METHODS,
                     help="default: closed-form for krr/lssvm, bif otherwise")
     cv.add_argument("--order", type=order_arg, default="inf", metavar="R",
@@ -183,8 +184,9 @@ def run_command(args, parser):
         parser.error("argument --n-jobs: must not be 0")
     if args.top < 0:
         parser.error("argument --top: must be >= 0")
-    if args.seed is not None and args.fold_ids is not None:
-        parser.error("argument --seed: not allowed with argument --fold-ids")
+    if args.seed is not None and args.fold_ids is not None and args.method != "rff":
+        parser.error("argument --seed: not allowed with argument --fold-ids (except with "
+                     "--method rff, where it seeds the feature draw)")
     if args.gamma is not None and args.kernel in ("rbf", "laplace"):
         raise KernelCVError(f"--gamma fixes the gamma of the poly kernel; for the "
                             f"{args.kernel} kernel give --gamma-grid (or --sigma-grid)")
@@ -233,7 +235,7 @@ def render(report, top=DEFAULT_TOP):
     if method == "rff":
         space = report["feature_space"]
         method += (f"  (D = {space['features']} {space['feature_map']} features, "
-                   f"{space['feature_loss']} loss, memory ~"
+                   f"seed {space['feature_seed']}, {space['feature_loss']} loss, memory ~"
                    f"{space['memory_estimate'] / 2**20:.3g} MiB)")
     if method == "bif":
         method += "  (folds auto, granularity " + str(report.get("granularity")) + ")" \

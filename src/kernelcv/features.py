@@ -46,13 +46,17 @@ def check_n_features(value) -> int:
     return int(value)
 
 
-def feature_memory(X, n_features: int, feature_map: str, copies: float = 4.0) -> int:
+def feature_memory(X, n_features: int, feature_map: str, copies: float = 4.0,
+                   workers: int = 1) -> int:
     """Bytes a feature-space search holds at its peak (estimate).
 
     ``copies`` n x D float64 arrays (the base X W0 or the distances, the features Z of one
-    gamma, a fold's training rows and a solver temporary), plus the map's own storage:
-    the dense d x D draw of RFF, or Nystroem's D landmark rows (dense: D d values; sparse
-    CSR: about 12 bytes per stored value, at the data's mean row density).
+    gamma, a fold's training rows and a solver temporary), plus, per worker, about
+    ``4 (D + 1)^2`` doubles of D x D work (the full and fold Gram matrices and the
+    eigenvectors of the square path; the Hessian, its cached copy and the solve of the
+    Newton solver), plus the map's own storage: the dense d x D draw of RFF, or
+    Nystroem's D landmark rows (dense: D d values; sparse CSR: about 12 bytes per stored
+    value, at the data's mean row density).
     """
     n, d = X.shape
     if feature_map == "rff":
@@ -61,12 +65,13 @@ def feature_memory(X, n_features: int, feature_map: str, copies: float = 4.0) ->
         own = 12 * n_features * (X.nnz / max(n, 1) + 1)
     else:
         own = 8 * d * n_features
-    return int(8 * copies * n * n_features + own)
+    square = 8 * 4 * (n_features + 1) ** 2 * max(int(workers), 1)
+    return int(8 * copies * n * n_features + square + own)
 
 
 def check_feature_memory(X, n_features, feature_map, workers=1, budget=None) -> int:
     """Refuse with advice when the feature-space search would exceed the memory budget."""
-    need = feature_memory(X, n_features, feature_map, 2.0 + 2.0 * workers)
+    need = feature_memory(X, n_features, feature_map, 2.0 + 2.0 * workers, workers)
     limit = memory_budget(budget)
     n_samples, n_dims = X.shape
     if need > limit:
@@ -78,6 +83,15 @@ def check_feature_memory(X, n_features, feature_map, workers=1, budget=None) -> 
             f"{n_dims} data needs about {format_bytes(need)} but the memory budget is "
             f"{format_bytes(limit)}; {hint} (or raise the budget with --memory-budget)")
     return need
+
+
+def check_finite_features(values, what="the features"):
+    """Refuse non-finite features (overflow of huge inputs) with advice."""
+    if not np.all(np.isfinite(values)):
+        raise KernelCVError(
+            f"{what} contain NaN or infinite values: the data values are too large for "
+            "the feature map (squared norms or products overflow); scale the data (e.g. "
+            "to [-1, 1] or unit variance) before the search")
 
 
 def _chunk_rows(n_cols: int) -> int:
@@ -140,15 +154,17 @@ class FeatureMap:
         n = X.shape[0]
         out = np.empty((n, self.n_features))
         step = self.chunk_rows or _chunk_rows(self.n_features)
-        for start in range(0, n, step):
-            rows = X[start:start + step]
-            if self.kind == "rff":
-                out[start:start + step] = np.asarray(rows @ self.W0_)
-            else:
-                cross = np.asarray((rows @ self.landmarks_.T).todense()) if sp.issparse(
-                    rows) else rows @ self.landmarks_.T
-                block = _row_sq(rows)[:, None] - 2.0 * cross + self.landmark_sq_[None, :]
-                out[start:start + step] = np.maximum(block, 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for start in range(0, n, step):
+                rows = X[start:start + step]
+                if self.kind == "rff":
+                    out[start:start + step] = np.asarray(rows @ self.W0_)
+                else:
+                    cross = np.asarray((rows @ self.landmarks_.T).todense()) if sp.issparse(
+                        rows) else rows @ self.landmarks_.T
+                    block = _row_sq(rows)[:, None] - 2.0 * cross + self.landmark_sq_[None, :]
+                    out[start:start + step] = np.maximum(block, 0.0)
+        check_finite_features(out, "the feature base")
         return out
 
     def features(self, base: np.ndarray, gamma: float, out=None) -> np.ndarray:
@@ -181,7 +197,9 @@ class FeatureMap:
 
     def _nystroem_projection(self, gamma):
         L = self.landmarks_
-        d2 = _row_sq(L)[:, None] - 2.0 * _dense(L @ L.T) + self.landmark_sq_[None, :]
+        with np.errstate(over="ignore", invalid="ignore"):
+            d2 = _row_sq(L)[:, None] - 2.0 * _dense(L @ L.T) + self.landmark_sq_[None, :]
+        check_finite_features(d2, "the landmark distances")
         K = np.exp(-gamma * np.maximum(d2, 0.0))
         values, vectors = np.linalg.eigh(K)
         # Directions with eigenvalues below 1e-12 * max are dropped (a zero column keeps D
@@ -197,9 +215,10 @@ def _dense(M):
 
 
 def _row_sq(X) -> np.ndarray:
-    if sp.issparse(X):
-        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
-    return np.einsum("ij,ij->i", X, X)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused by base()
+        if sp.issparse(X):
+            return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+        return np.einsum("ij,ij->i", X, X)
 
 
 class LinearFeatureModel:

@@ -1,7 +1,8 @@
 """Cross-validation of linear machines in an explicit feature space (random features).
 
 The kernel machine is replaced by a linear one on features Z (n x D, see
-:mod:`kernelcv.features`) with an unregularised intercept c:
+:mod:`kernelcv.features`) with an unregularised intercept c (or c = 0 with
+``fit_intercept=False``, the bias-free machines krr and l2svm; then nothing is centred):
 
     f(x) = z(x).w + c,   (w, c) = argmin (1/m) sum_j loss(y_j, f(x_j)) + lam ||w||^2
 
@@ -72,7 +73,7 @@ def _errors(f, y, classifier):
     return float(np.mean((f - y) ** 2))
 
 
-def square_path_cv(Z, y, fold_ids, lams, classifier=True) -> PathCV:
+def square_path_cv(Z, y, fold_ids, lams, classifier=True, fit_intercept=True) -> PathCV:
     """Exact t-fold CV of feature-space ridge regression (LS-SVM) for every lam.
 
     Parameters
@@ -82,6 +83,8 @@ def square_path_cv(Z, y, fold_ids, lams, classifier=True) -> PathCV:
     fold_ids : (n,) fold ids 0..t-1.
     lams : lam values (> 0).
     classifier : 0-1 error of sign(f) (f = 0 counts as +1) if True, else MSE.
+    fit_intercept : free intercept (centre by the fold-out means) if True, else c = 0
+        (mu = 0, ybar = 0).
 
     Notes
     -----
@@ -100,11 +103,15 @@ def square_path_cv(Z, y, fold_ids, lams, classifier=True) -> PathCV:
         held = fold_ids == i
         Zs, ys = Z[held], y[held]
         m = y.shape[0] - ys.shape[0]
-        mu = (s_all - Zs.sum(axis=0)) / m
-        ybar = (y_all - ys.sum()) / m
+        if fit_intercept:
+            mu = (s_all - Zs.sum(axis=0)) / m
+            ybar = (y_all - ys.sum()) / m
+        else:
+            mu, ybar = np.zeros(Z.shape[1]), 0.0
         G = G_all - Zs.T @ Zs - m * np.outer(mu, mu)
         r = zy_all - Zs.T @ ys - m * mu * ybar
         values, Q = np.linalg.eigh((G + G.T) / 2.0)
+        values = np.maximum(values, 0.0)  # G is PSD; rounding may leave tiny negatives
         q = Q.T @ r
         P = (Zs - mu) @ Q
         for k, lam in enumerate(lams):
@@ -114,10 +121,16 @@ def square_path_cv(Z, y, fold_ids, lams, classifier=True) -> PathCV:
     return PathCV(lams, errors, sizes, seconds)
 
 
-def square_fit(Z, y, lam):
-    """Feature-space ridge with intercept on all rows: returns ``(w, c)``. O(n D^2 + D^3)."""
+def square_fit(Z, y, lam, fit_intercept=True):
+    """Feature-space ridge on all rows: returns ``(w, c)`` (c = 0 without intercept).
+
+    Cost O(n D^2 + D^3).
+    """
     m = y.shape[0]
-    mu, ybar = Z.mean(axis=0), float(y.mean())
+    if fit_intercept:
+        mu, ybar = Z.mean(axis=0), float(y.mean())
+    else:
+        mu, ybar = np.zeros(Z.shape[1]), 0.0
     Zc = Z - mu
     w = np.linalg.solve(Zc.T @ Zc + m * lam * np.eye(Z.shape[1]), Zc.T @ (y - ybar))
     return w, ybar - float(mu @ w)
@@ -129,7 +142,8 @@ def squared_hinge_objective(Z, y, lam, w, c) -> float:
     return float(r @ r / y.shape[0] + lam * w @ w)
 
 
-def squared_hinge_fit(Z, y, lam, w0=None, c0=0.0, tol=1e-8, max_iter=100, state=None):
+def squared_hinge_fit(Z, y, lam, w0=None, c0=0.0, tol=1e-8, max_iter=100, state=None,
+                      fit_intercept=True):
     """L2-SVM in feature space by primal Newton steps with exact line search.
 
     Minimises ``J(w, c) = (1/m) sum max(0, 1 - y_j (z_j.w + c))^2 + lam ||w||^2``. With
@@ -142,6 +156,7 @@ def squared_hinge_fit(Z, y, lam, w0=None, c0=0.0, tol=1e-8, max_iter=100, state=
     ``state`` (a dict, updated in place) carries the active set and its unscaled Hessian
     ``[Z_A 1]^T [Z_A 1]`` from one call to the next (warm starts along lam): when few
     points enter or leave A the Hessian is updated by those rows only.
+    ``fit_intercept=False`` keeps c = 0 (the Newton system is the leading D x D block).
 
     Returns
     -------
@@ -154,7 +169,8 @@ def squared_hinge_fit(Z, y, lam, w0=None, c0=0.0, tol=1e-8, max_iter=100, state=
     """
     m, D = Z.shape
     w = np.zeros(D) if w0 is None else np.array(w0, dtype=np.float64)
-    c = float(c0)
+    c = float(c0) if fit_intercept else 0.0
+    size_ = D + 1 if fit_intercept else D
     reg = np.full(D + 1, 2.0 * lam)
     reg[-1] = 1e-12  # the intercept is not penalised; a jitter keeps H invertible
     state = {} if state is None else state
@@ -165,15 +181,16 @@ def squared_hinge_fit(Z, y, lam, w0=None, c0=0.0, tol=1e-8, max_iter=100, state=
         ya_r = np.where(active, y * r, 0.0)
         grad = np.empty(D + 1)
         grad[:D] = -(2.0 / m) * (ya_r @ Z) + 2.0 * lam * w
-        grad[D] = -(2.0 / m) * ya_r.sum()
+        grad[D] = -(2.0 / m) * ya_r.sum() if fit_intercept else 0.0
         if np.max(np.abs(grad)) <= tol:
             return w, c, n_iter - 1, True
-        H = _active_gram(Z, active, state) * (2.0 / m)
-        H[np.diag_indices(D + 1)] += reg
+        H = _active_gram(Z, active, state)[:size_, :size_] * (2.0 / m)
+        H[np.diag_indices(size_)] += reg[:size_]
+        step = np.zeros(D + 1)
         try:
-            step = np.linalg.solve(H, -grad)
+            step[:size_] = np.linalg.solve(H, -grad[:size_])
         except np.linalg.LinAlgError:
-            step = np.linalg.lstsq(H, -grad, rcond=None)[0]
+            step[:size_] = np.linalg.lstsq(H, -grad[:size_], rcond=None)[0]
         df = Z @ step[:D] + step[D]
         size = _line_search(y * f, y * df, w, step[:D], lam, m)
         w = w + size * step[:D]
@@ -181,7 +198,7 @@ def squared_hinge_fit(Z, y, lam, w0=None, c0=0.0, tol=1e-8, max_iter=100, state=
         f = f + size * df
     r = np.maximum(1.0 - y * f, 0.0)
     grad_inf = max(np.max(np.abs(-(2.0 / m) * (Z.T @ (y * r)) + 2.0 * lam * w)),
-                   abs((2.0 / m) * np.sum(y * r)))
+                   abs((2.0 / m) * np.sum(y * r)) if fit_intercept else 0.0)
     return w, c, max_iter, bool(grad_inf <= tol)
 
 
@@ -233,7 +250,7 @@ def _line_search(margin, dmargin, w, dw, lam, m, iterations=30):
 
 
 def linear_svm_path_cv(Z, y, fold_ids, lams, loss="squared_hinge", tol=1e-6, max_iter=100,
-                       random_state=0) -> PathCV:
+                       random_state=0, fit_intercept=True) -> PathCV:
     """t-fold CV of a linear SVM in feature space along a lam path (refit on each fold).
 
     ``squared_hinge``: :func:`squared_hinge_fit`, lam in decreasing order, each fit
@@ -258,9 +275,11 @@ def linear_svm_path_cv(Z, y, fold_ids, lams, loss="squared_hinge", tol=1e-6, max
             tic = time.perf_counter()
             if loss == "squared_hinge":
                 w, c, _, ok = squared_hinge_fit(Zt, yt, lams[k], w, c, tol=tol,
-                                                max_iter=max_iter, state=state)
+                                                max_iter=max_iter, state=state,
+                                                fit_intercept=fit_intercept)
             else:
-                w, c, ok = _liblinear_hinge(Zt, yt, 1.0 / (2.0 * m * lams[k]), random_state)
+                w, c, ok = _liblinear_hinge(Zt, yt, 1.0 / (2.0 * m * lams[k]), random_state,
+                                            fit_intercept)
             unconverged += not ok
             errors[k, i] = _errors(Zs @ w + c, ys, True)
             seconds[k] += time.perf_counter() - tic
@@ -271,32 +290,36 @@ def linear_svm_path_cv(Z, y, fold_ids, lams, loss="squared_hinge", tol=1e-6, max
     return PathCV(lams, errors, sizes, seconds, notes)
 
 
-def _liblinear_hinge(Z, y, C, random_state):
+def _liblinear_hinge(Z, y, C, random_state, fit_intercept=True):
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         model = LinearSVC(C=C, loss="hinge", dual=True, tol=1e-4, max_iter=2000,
-                          random_state=random_state).fit(Z, y)
+                          random_state=random_state, fit_intercept=fit_intercept).fit(Z, y)
     ok = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
-    return model.coef_.ravel().copy(), float(model.intercept_[0]), ok
+    c = float(np.ravel(model.intercept_)[0]) if fit_intercept else 0.0
+    return model.coef_.ravel().copy(), c, ok
 
 
-def fit_linear(Z, y, lam, loss, classifier=True, random_state=0):
+def fit_linear(Z, y, lam, loss, classifier=True, random_state=0, fit_intercept=True):
     """The feature-space model on all rows: ``(w, c)`` for the given loss."""
     if loss == "square":
-        return square_fit(Z, y, lam)
+        return square_fit(Z, y, lam, fit_intercept)
     if loss == "squared_hinge":
-        return squared_hinge_fit(Z, y, lam)[:2]
-    return _liblinear_hinge(Z, y, 1.0 / (2.0 * y.shape[0] * lam), random_state)[:2]
+        return squared_hinge_fit(Z, y, lam, fit_intercept=fit_intercept)[:2]
+    return _liblinear_hinge(Z, y, 1.0 / (2.0 * y.shape[0] * lam), random_state,
+                            fit_intercept)[:2]
 
 
-def path_cv(Z, y, fold_ids, lams, loss, classifier=True, random_state=0) -> PathCV:
+def path_cv(Z, y, fold_ids, lams, loss, classifier=True, random_state=0,
+            fit_intercept=True) -> PathCV:
     """Dispatch to the loss's CV path (see the module docstring)."""
     if loss == "square":
-        return square_path_cv(Z, y, fold_ids, lams, classifier)
-    return linear_svm_path_cv(Z, y, fold_ids, lams, loss, random_state=random_state)
+        return square_path_cv(Z, y, fold_ids, lams, classifier, fit_intercept)
+    return linear_svm_path_cv(Z, y, fold_ids, lams, loss, random_state=random_state,
+                              fit_intercept=fit_intercept)
 
 
 # --------------------------------------------------------------------------------------

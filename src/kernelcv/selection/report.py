@@ -27,7 +27,7 @@ from ..validation import check_data
 from .backends import run_tasks
 from .search import APPROXIMATE, grid_search
 from .search_cv import ESTIMATORS
-from .tasks import evaluate_setting, exact_candidate, fit_final
+from .tasks import check_final_kernel, evaluate_setting, exact_candidate, fit_final
 
 REPORT_NAME = "report.json"
 HEATMAP_NAME = "cv_heatmap.png"
@@ -55,12 +55,15 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     out : folder for ``report.json`` and, with ``plot``, ``cv_heatmap.png`` (CV error
         over kernel parameter x lam) and ``cv_curve.png`` (CV error along the kernel
         parameter at the best lam, for the search's method and exact refit CV).
-    fold_ids : file with one fold id per training sample (instead of ``folds``; ``seed``
-        is then unused and reported as None).
+    fold_ids : file with one fold id per training sample (instead of ``folds``; the fold
+        ``seed`` is then reported as None, and with ``method="rff"`` ``seed`` seeds only
+        the feature draw, reported as ``feature_space.feature_seed``).
     final : ``method="rff"`` with ``test``: the model whose test error is reported --
-        ``"kernel"`` (one exact SVC / kernel fit at the chosen gamma and
-        ``C = 1/(2 n lam)``), ``"linear"`` (the linear model in feature space) or
-        ``"auto"`` (kernel up to 100,000 samples, linear beyond, with a note).
+        ``"kernel"`` (one exact fit at the chosen gamma and ``C = 1/(2 n lam)``: SVC for
+        svm, the kernelcv estimator otherwise; refused before the search when its dense
+        n x n matrices exceed the memory budget), ``"linear"`` (the linear model in
+        feature space) or ``"auto"`` (kernel up to 100,000 samples and within the memory
+        budget, linear otherwise, with a note).
     Other parameters: as :func:`kernelcv.selection.search.grid_search`.
 
     Returns
@@ -87,19 +90,24 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     if test is None:
         X, y = load_data(data)
     else:
+        # Two svmlight files are read together and share the wider file's columns: columns
+        # that are zero in the training data change no kernel kernelcv offers (rbf/laplace
+        # distances and poly/linear inner products are sums over columns whose training
+        # terms vanish), so the joint width is kept for every method.
         X, y, X_test, y_test = load_train_test(data, test)
-        if sp.issparse(X) and sp.issparse(X_test):
-            # Read together, both have the wider file's columns; the test file may not use
-            # features the training file never has.
-            X, X_test = _used_columns(X, X_test)
         X_test = _match_features(X_test, X.shape[1], test)
         y_test = _check_test_data(X_test, y_test, X, y, machine, huber_width, svr_epsilon,
                                   fit_intercept, test)
     fold_path = None
+    # The feature draw is seeded even when the folds come from a file (then --seed sets
+    # only the features).
+    feature_seed = (0 if seed is None else int(seed)) if method == "rff" else None
     if fold_ids is not None:
         fold_path = str(fold_ids)
         folds = read_fold_ids(fold_ids, y.shape[0])
         seed = None
+    if method == "rff" and final == "kernel" and test is not None:
+        check_final_kernel(machine, y.shape[0], memory_budget)
     auto = isinstance(folds, str) and folds == "auto"
 
     result = grid_search(
@@ -110,13 +118,16 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         recheck_degenerate=recheck_degenerate, random_state=seed, n_jobs=n_jobs,
         scheduler=scheduler, checkpoint=checkpoint, progress=progress,
         memory_budget=memory_budget, Cs=Cs, features=features, feature_map=feature_map,
-        feature_loss=feature_loss)
+        feature_loss=feature_loss, feature_seed=feature_seed)
     report = result.to_dict()
     report.update({"data": str(data), "test": None if test is None else str(test),
                    "fold_ids": fold_path, "seed": seed, "epsilon": epsilon,
                    "granularity": granularity if auto else None})
 
     report["test_error"] = None
+    if test is None and method == "rff" and final != "auto":
+        report["notes"].append(f"--final {final} chooses the model that is tested; without "
+                               "--test no final model was fit")
     if test is not None and method == "rff":
         final_tic = time.perf_counter()
         model, kind, notes = fit_final(X, y, result, final, memory_budget)
@@ -181,17 +192,6 @@ def _check_writable_folder(out):
             raise KernelCVError(f"--out {out}: the parent folder {target} does not exist")
     if not os.access(target, os.W_OK | os.X_OK):
         raise KernelCVError(f"--out {out}: folder {target} is not writable")
-
-
-def _used_columns(X, X_test):
-    """Both matrices cut to the training file's highest used column, if the test fits."""
-    def used(M):
-        return int(M.indices.max()) + 1 if M.nnz else 0
-
-    width = used(X)
-    if used(X_test) > width:
-        return X[:, :width], X_test  # refused by _match_features, with the column counts
-    return X[:, :width], X_test[:, :width]
 
 
 def _match_features(X_test, n_features, path):

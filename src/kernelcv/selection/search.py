@@ -108,7 +108,7 @@ class SearchResult:
             "confirmed": self.confirmed, "rechecked": self.rechecked,
             "timings": self.timings, "notes": self.notes, "candidates": self.candidates,
             **({"feature_space": {k: self.config[k] for k in (
-                "features", "feature_map", "feature_loss", "feature_seed",
+                "features", "feature_map", "feature_loss", "feature_seed", "feature_intercept",
                 "memory_estimate")}} if self.method == "rff" else {}),
         }
 
@@ -149,7 +149,7 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
                 random_state=0, tol=1e-6, n_jobs=1, backend="auto", scheduler=None,
                 checkpoint=None, progress=None, memory_budget=None,
                 settings=None, setting_lams=None, Cs=None, features=30, feature_map="rff",
-                feature_loss=None) -> SearchResult:
+                feature_loss=None, feature_seed=None) -> SearchResult:
     """Choose the kernel parameter and lam of a kernel machine by (approximate) CV.
 
     Parameters
@@ -194,6 +194,11 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         Fourier features) or ``"nystroem"``, and the loss of the linear machine in feature
         space (``"squared_hinge"`` for svm/l2svm, ``"square"`` for krr/lssvm by default;
         ``"hinge"`` runs LIBLINEAR's L1-loss SVM as in the paper, slowly at large C).
+        The feature-space model has a free intercept for svm (as the final SVC) and
+        lssvm (unless ``fit_intercept=False``), none for the bias-free krr and l2svm.
+    feature_seed : ``rff`` only: seed of the feature draw (default: ``random_state`` when
+        that is an integer, else 0), so the search is reproducible even with given fold
+        ids; it is reported and part of the checkpoint fingerprint.
 
     Returns
     -------
@@ -221,8 +226,9 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         feature_loss = feature_loss or FEATURE_LOSSES[machine]
         if settings is None and gammas is None:
             gammas = paper_gammas()
-    elif (features, feature_map, feature_loss) != (30, "rff", None):
-        raise KernelCVError("features, feature_map and feature_loss belong to method='rff'")
+    elif (features, feature_map, feature_loss, feature_seed) != (30, "rff", None, None):
+        raise KernelCVError("features, feature_map, feature_loss and feature_seed belong to "
+                            "method='rff'")
     if method == "gacv" and machine != "svm":
         raise KernelCVError(f"method 'gacv' is defined for the hinge SVM (machine 'svm'), "
                             f"not {machine!r}")
@@ -290,8 +296,13 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         "memory_budget": memory_budget,
     }
     if method == "rff":
+        if feature_seed is None:
+            feature_seed = (int(random_state) if isinstance(random_state, int | np.integer)
+                            and not isinstance(random_state, bool) else 0)
         config.update({"features": int(features), "feature_map": feature_map,
-                       "feature_loss": feature_loss, "feature_seed": random_state,
+                       "feature_loss": feature_loss, "feature_seed": int(feature_seed),
+                       "feature_intercept": bool(machine == "svm"
+                                                 or machine_spec.fit_intercept),
                        "classifier": machine_spec.is_classifier,
                        "memory_estimate": int(estimate)})
     store = None
@@ -347,6 +358,7 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     notes = []
     if method == "rff":
         notes.extend(_edge_notes(candidates, best_index, config["features"]))
+        notes.extend(_feature_notes(config, n))
     if mapping is not None and set(mapping.values()) != {-1, 1}:
         notes.append(f"labels {mapping[-1]!r}/{mapping[1]!r} mapped to -1/+1")
     return SearchResult(
@@ -380,6 +392,21 @@ def _edge_notes(candidates, best_index, features):
                 "trusting it"]
     return [f"{note}; consider extending the grid (the exact SVC fit at a large C can be "
             "slow)"]
+
+
+def _feature_notes(config, n):
+    """Notes on the feature space: D > n, and Nystroem's x-only leak across folds."""
+    notes = []
+    D = config["features"]
+    if D > n:
+        notes.append(f"D = {D} features > n = {n} samples: the feature space saves nothing over "
+                     "the exact kernel (O(n D^2) work, D x D matrices); use fewer features "
+                     "or an exact method")
+    if config["feature_map"] == "nystroem":
+        notes.append("the Nystroem landmarks were drawn from all rows, held-out folds "
+                     "included (their inputs x, never their labels, shape the features), "
+                     "so the CV errors can be slightly optimistic")
+    return notes
 
 
 def _check_feature_options(machine, kernel, folds, features, feature_map, feature_loss):

@@ -21,7 +21,7 @@ from ..estimators._base import _resolve_gamma
 from ..exceptions import KernelCVError
 from .grids import default_gammas, default_lams
 from .search import grid_search
-from .tasks import fit_final
+from .tasks import check_final_kernel, fit_final
 
 ESTIMATORS = {
     "krr": KernelRidgeRegressor,
@@ -86,8 +86,11 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         squared_hinge for svm/l2svm, square for krr/lssvm).
     final : {"auto", "kernel", "linear"}, default="auto"
         ``method="rff"``: ``best_estimator_`` is the exact kernel machine (scikit-learn's
-        SVC with ``C = 1/(2 n lam)`` for svm/l2svm), the linear model in feature space,
-        or (auto) the kernel machine up to 100,000 samples and the linear one beyond.
+        SVC with ``C = 1/(2 n lam)`` for svm; a clone of ``estimator`` at the chosen
+        gamma and lam for l2svm, krr and lssvm), the linear model in feature space, or
+        (auto) the kernel machine up to 100,000 samples when its dense n x n matrices
+        fit the memory budget, the linear one otherwise. ``"kernel"`` is refused before
+        the search when they do not fit. The options belong to ``method="rff"``.
 
     Attributes
     ----------
@@ -204,6 +207,12 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                                 f"{self.final!r}")
         feature_options = {"features": self.features, "feature_map": self.feature_map,
                            "feature_loss": self.feature_loss} if rff else {}
+        if not rff and ((self.features, self.feature_map, self.feature_loss, self.final)
+                        != (30, "rff", None, "auto")):
+            raise KernelCVError("features, feature_map, feature_loss and final belong to "
+                                "method='rff'")
+        if rff and self.refit and self.final == "kernel":
+            check_final_kernel(base._machine_name, n, self.memory_budget)
         kernels = {s["kernel"] for s in settings}
         result = grid_search(
             X_checked, np.asarray(y), base._machine_name, kernel=kernels.pop() if len(
@@ -236,8 +245,14 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         if is_classifier(base):
             self.classes_ = np.unique(np.asarray(y))
         if self.refit and rff:
+            # The final model is a clone of the given estimator (its options kept) at the
+            # chosen gamma and lam, taken from best_params_ (the ParameterGrid order).
             self.best_estimator_, self.final_kind_, notes = fit_final(
-                X_checked, np.asarray(y), result, self.final, self.memory_budget)
+                X_checked, np.asarray(y), result, self.final, self.memory_budget,
+                best={"gamma": _resolve_gamma(self.best_params_.get("gamma", base.gamma),
+                                              X_checked),
+                      "lam": self.best_params_.get("lam", base.lam)},
+                estimator=base)
             result.notes.extend(notes)
         elif self.refit:
             self.best_estimator_ = clone(base).set_params(**self.best_params_).fit(X, y)
