@@ -10,6 +10,7 @@ import argparse
 import re
 import sys
 
+from ._cli_options import budget_arg, order_arg
 from .exceptions import KernelCVError
 from .kernels import KERNELS
 from .machines import MACHINES
@@ -54,7 +55,7 @@ def _folds_arg(text):
     return value
 
 
-def add_arguments(parser, order_arg, budget_arg, data_help):
+def add_arguments(parser, data_help):
     """Declare the options of ``kernelcv select``."""
     parser.add_argument("data", metavar="DATA", help=f"training data file; {data_help}")
     machine = parser.add_argument_group("machine and kernel")

@@ -8,7 +8,6 @@ any work with exit status 2 and no files; optimiser failures are one-line warnin
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -18,11 +17,12 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.model_selection import KFold, StratifiedKFold
 
+from ._cli_options import budget_arg
 from .criteria.smooth_loo import DEFAULT_GAMMA_S, PAPER_BETAS, make_spec
 from .datasets import SUPPORTED_FORMATS, load_data
 from .estimators._smooth_loo import SmoothLOOLSSVMClassifier, fixed_parameter_cv
 from .exceptions import KernelCVError
-from .memory import check_dense_budget, parse_bytes
+from .memory import check_dense_budget
 from .selection.grids import parse_grid
 from .selection.report import _check_writable_folder, _write_all, jsonable
 
@@ -33,14 +33,6 @@ REPORT_NAME = "report.json"
 # the data that chose the weights. ``test_error`` (with --test) is the honest estimate.
 CV_PROTOCOL = ("tuned on all data, machine refit per fold (optimistic; the paper's Table 1 "
                "measure); use --test for an unbiased error")
-
-
-def _budget(text):
-    try:
-        parse_bytes(text)
-    except KernelCVError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
 
 
 def add_arguments(parser):
@@ -76,7 +68,7 @@ def add_arguments(parser):
     out.add_argument("--test", metavar="TESTDATA", help="test data: report the test error")
     out.add_argument("--out", metavar="DIR", help="write report.json here")
     out.add_argument("--json", action="store_true", help="print the report as JSON")
-    out.add_argument("--memory-budget", type=_budget, metavar="BYTES",
+    out.add_argument("--memory-budget", type=budget_arg, metavar="BYTES",
                      help="memory the dense n x n matrices may use, e.g. 8G")
 
 

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _cli_bench, _cli_hypothetical, _cli_select, _cli_tune
-from .cv import METHODS, cross_validate, parse_order
+from ._cli_options import budget_arg, order_arg
+from .cv import METHODS, cross_validate
 from .datasets import SUPPORTED_FORMATS, load_data, read_fold_ids
 from .exceptions import KernelCVError
 from .kernels import KERNELS
 from .machines import CLASSIFIERS, MACHINES
-from .memory import parse_bytes
 from .selection.report import jsonable
 
 __all__ = ["build_parser", "main", "run_cv"]
@@ -113,21 +113,6 @@ class Command:
     render: Callable[[dict, argparse.Namespace], str]
 
 
-def _order_arg(text):
-    try:
-        return parse_order(text)
-    except KernelCVError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _budget_arg(text):
-    try:
-        parse_bytes(text)
-    except KernelCVError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
 def _add_cv_arguments(parser):
     parser.add_argument("data", metavar="DATA",
                         help=f"data file; formats: {SUPPORTED_FORMATS}")
@@ -164,10 +149,10 @@ def _add_cv_arguments(parser):
     method = parser.add_argument_group("method")
     method.add_argument("--method", required=True, choices=METHODS,
                         help="exact refits, closed-form (krr, lssvm) or the bif approximation")
-    method.add_argument("--order", type=_order_arg, default=5, metavar="R",
+    method.add_argument("--order", type=order_arg, default=5, metavar="R",
                         help="bif order: a positive integer, 'inf' or 'auto' "
                              "(default: %(default)s; bif only)")
-    method.add_argument("--memory-budget", type=_budget_arg, metavar="BYTES",
+    method.add_argument("--memory-budget", type=budget_arg, metavar="BYTES",
                         help="refuse when dense n x n matrices would exceed this, e.g. 8G "
                              "(default: $KERNELCV_MEMORY_BUDGET or half the RAM)")
     parser.add_argument("--json", action="store_true",
@@ -236,7 +221,7 @@ def _render_cv(summary, args=None):
 
 
 def _add_select_arguments(parser):
-    _cli_select.add_arguments(parser, _order_arg, _budget_arg, f"formats: {SUPPORTED_FORMATS}")
+    _cli_select.add_arguments(parser, f"formats: {SUPPORTED_FORMATS}")
 
 
 COMMANDS = (

@@ -1,0 +1,30 @@
+"""argparse ``type=`` converters shared by the subcommands.
+
+Each turns a library validation error into :class:`argparse.ArgumentTypeError`, so a bad
+value is reported by argparse as a usage error (one line, exit status 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .cv import parse_order
+from .exceptions import KernelCVError
+from .memory import parse_bytes
+
+
+def order_arg(text):
+    """A BIF order: a positive integer, ``inf`` or ``auto`` (:func:`kernelcv.cv.parse_order`)."""
+    try:
+        return parse_order(text)
+    except KernelCVError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def budget_arg(text):
+    """A memory budget such as ``8G``; checked here, passed on as the text."""
+    try:
+        parse_bytes(text)
+    except KernelCVError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
