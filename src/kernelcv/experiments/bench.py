@@ -26,11 +26,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
 from ..exceptions import KernelCVError
+from ..selection.report import _png, _write_all
 from ..validation import make_folds
 from . import figures, tables
 from .convergence import order_curve
@@ -365,12 +365,6 @@ def _json_object(line):
     return item if isinstance(item, dict) else None
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _write_outputs(out: Path, report: dict, with_figures: bool) -> list[str]:
     payloads = {"results.md": tables.to_markdown(report).encode()}
     if with_figures:
@@ -381,24 +375,6 @@ def _write_outputs(out: Path, report: dict, with_figures: bool) -> list[str]:
     names = ["results.json", *payloads]
     report["files"] = [str(out / name) for name in names]
     payloads["results.json"] = tables.to_json(report).encode()
-    mode = 0o666 & ~_umask()  # what open() would give; NamedTemporaryFile makes 0600
-    for name, payload in payloads.items():
-        handle = tempfile.NamedTemporaryFile(dir=out, prefix=f".{name}.", delete=False)
-        try:
-            with handle:
-                handle.write(payload)
-            os.chmod(handle.name, mode)
-            os.replace(handle.name, out / name)
-        except BaseException:
-            Path(handle.name).unlink(missing_ok=True)
-            raise
+    _write_all(out, payloads)
     return report["files"]
-
-
-def _png(fig) -> bytes:
-    import io
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=120)
-    return buffer.getvalue()
 
