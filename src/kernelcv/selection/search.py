@@ -18,24 +18,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..criteria.evaluate import METHODS as CV_METHODS
-from ..criteria.random_features import LOSSES, c_to_lam, paper_cs, paper_gammas
+from ..criteria.random_features import c_to_lam, paper_cs, paper_gammas
 from ..exceptions import KernelCVError
-from ..features import MAPS, check_feature_memory, check_n_features
+from ..features import check_feature_memory
 from ..kernels import KERNELS, GramFactory
 from ..machines import make_machine
 from ..memory import check_dense_budget
 from ..validation import check_data, make_folds
 from .backends import run_tasks
 from .checkpoint import Checkpoint, fingerprint
+from .feature_space import FEATURE_LOSSES, check_feature_options, edge_notes, feature_notes
 from .granularity import RULES, check_tolerance
 from .grids import check_grid, default_degrees, default_gammas, default_lams
 from .safeguards import APPROXIMATE, candidate_error, choose, rank, safeguards
 from .tasks import evaluate_setting, feature_data
 
 METHODS = (*CV_METHODS, "gacv", "rff")
-# Machines a random-feature search supports, with their default loss in feature space.
-FEATURE_LOSSES = {"svm": "squared_hinge", "l2svm": "squared_hinge", "lssvm": "square",
-                  "krr": "square"}
 # Dense n x n float64 matrices one task holds at its peak.
 _MATRICES = {"exact": 2.5, "closed-form": 3.0, "bif": 2.5, "gacv": 2.0}
 
@@ -222,7 +220,7 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
             f"method 'closed-form' is exact only for krr and lssvm, not {machine!r}; "
             "use method='bif' (fast) or 'exact'")
     if method == "rff":
-        _check_feature_options(machine, kernel, folds, features, feature_map, feature_loss)
+        check_feature_options(machine, kernel, folds, features, feature_map, feature_loss)
         feature_loss = feature_loss or FEATURE_LOSSES[machine]
         if settings is None and gammas is None:
             gammas = paper_gammas()
@@ -357,8 +355,8 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     confirm_seconds = time.perf_counter() - confirm_tic
     notes = []
     if method == "rff":
-        notes.extend(_edge_notes(candidates, best_index, config["features"]))
-        notes.extend(_feature_notes(config, n))
+        notes.extend(edge_notes(candidates, best_index, config["features"]))
+        notes.extend(feature_notes(config, n))
     if mapping is not None and set(mapping.values()) != {-1, 1}:
         notes.append(f"labels {mapping[-1]!r}/{mapping[1]!r} mapped to -1/+1")
     return SearchResult(
@@ -370,66 +368,6 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
                  "total_seconds": time.perf_counter() - total_tic},
         label_mapping=mapping, notes=notes, config=config, fold_ids=fold_ids,
         feature_map=data["map"] if method == "rff" else None)
-
-
-def _edge_notes(candidates, best_index, features):
-    """A warning when the random-feature choice lies on the edge of the grid."""
-    best = candidates[best_index]
-    gammas = [c["gamma"] for c in candidates]
-    lams = [c["lam"] for c in candidates]
-    edges = []
-    if best["gamma"] in (min(gammas), max(gammas)) and len(set(gammas)) > 1:
-        edges.append("gamma")
-    if best["lam"] in (min(lams), max(lams)) and len(set(lams)) > 1:
-        edges.append("C")
-    if not edges:
-        return []
-    note = f"the chosen {' and '.join(edges)} lie(s) on the edge of the grid"
-    if best["gamma"] == min(gammas) and len(set(gammas)) > 1:
-        return [f"{note}: with D = {features} features a nearly linear model (smallest "
-                "gamma) often wins because the features cannot resolve narrower kernels; "
-                "try more features (e.g. --features 300 --feature-loss square) before "
-                "trusting it"]
-    return [f"{note}; consider extending the grid (the exact SVC fit at a large C can be "
-            "slow)"]
-
-
-def _feature_notes(config, n):
-    """Notes on the feature space: D > n, and Nystroem's x-only leak across folds."""
-    notes = []
-    D = config["features"]
-    if D > n:
-        notes.append(f"D = {D} features > n = {n} samples: the feature space saves nothing over "
-                     "the exact kernel (O(n D^2) work, D x D matrices); use fewer features "
-                     "or an exact method")
-    if config["feature_map"] == "nystroem":
-        notes.append("the Nystroem landmarks were drawn from all rows, held-out folds "
-                     "included (their inputs x, never their labels, shape the features), "
-                     "so the CV errors can be slightly optimistic")
-    return notes
-
-
-def _check_feature_options(machine, kernel, folds, features, feature_map, feature_loss):
-    """Options of the random-feature search, checked before any work."""
-    if machine not in FEATURE_LOSSES:
-        raise KernelCVError(f"method 'rff' supports the machines {', '.join(FEATURE_LOSSES)}, "
-                            f"not {machine!r}")
-    if kernel != "rbf":
-        raise KernelCVError(f"method 'rff' approximates the Gaussian (rbf) kernel, not "
-                            f"{kernel!r}; use --kernel rbf or another method")
-    if isinstance(folds, str):
-        raise KernelCVError("folds='auto' chooses BIF orders; give method 'rff' a number "
-                            "of folds (the paper uses 5 or 10)")
-    check_n_features(features)
-    if feature_map not in MAPS:
-        raise KernelCVError(f"unknown feature map {feature_map!r}; choose one of "
-                            f"{', '.join(MAPS)}")
-    if feature_loss is not None and feature_loss not in LOSSES:
-        raise KernelCVError(f"unknown feature-space loss {feature_loss!r}; choose one of "
-                            f"{', '.join(LOSSES)}")
-    if feature_loss in ("hinge", "squared_hinge") and machine in ("krr", "lssvm"):
-        raise KernelCVError(f"the {feature_loss} loss is a classification loss; "
-                            f"{machine} uses feature_loss='square'")
 
 
 def _report(progress, stage, done, total):
