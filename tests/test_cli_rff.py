@@ -53,8 +53,10 @@ def _report(capsys, *argv):
 def test_rff_report_and_exact_final_test_error(capsys, files):
     paths, X, y = files
     report = _report(capsys, paths["train"], "--machine", "svm", "--method", "rff",
-                     "--features", "40", "--folds", "5", *GRID, "--test", paths["test"])
+                     "--features", "40", "--folds", "5", *GRID, "--test", paths["test"],
+                     "--refine", "off")
     assert report["method"] == "rff" and report["final_model"] == "kernel"
+    assert report["refined"] == [] and report["feature_space"]["refine"] is False
     assert report["feature_space"]["features"] == 40
     assert report["feature_space"]["memory_estimate"] > 0
     assert len(report["candidates"]) == 9

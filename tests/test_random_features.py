@@ -201,8 +201,9 @@ def test_c_lam_mapping_is_the_svc_objective_divided_by_n_c():
 
 def test_rff_grid_search_defaults_and_choice(data):
     X, y = data
-    result = grid_search(X, y, "svm", method="rff", folds=5, features=40)
+    result = grid_search(X, y, "svm", method="rff", folds=5, features=40, refine=False)
     assert len(result.candidates) == 13 * 11
+    assert result.refined == []
     assert {c["status"] for c in result.candidates} == {"approximate"}
     assert all(c["exact_error"] is None for c in result.candidates)
     scores = [c["score"] for c in result.candidates]
@@ -214,7 +215,7 @@ def test_rff_grid_search_defaults_and_choice(data):
     path = linear_svm_path_cv(Z, y, result.fold_ids, [best["lam"]])
     assert best["cv_error"] == pytest.approx(path.cv_error[0], abs=1e-12)
     assert result.to_dict()["feature_space"]["features"] == 40
-    again = grid_search(X, y, "svm", method="rff", folds=5, features=40)
+    again = grid_search(X, y, "svm", method="rff", folds=5, features=40, refine=False)
     assert [c["score"] for c in again.candidates] == scores
 
 

@@ -121,6 +121,12 @@ def add_arguments(parser, data_help):
                        help="model behind the --test error: exact SVC/kernel fit at the "
                             "chosen values (kernel), the linear model in feature space "
                             "(linear) or auto (kernel up to 100,000 samples; default)")
+    space.add_argument("--refine", choices=("auto", "on", "off"),
+                       help="walk the grid from the feature-space choice by exact refit CV "
+                            "of the final SVC/kernel machine to a local minimum (auto: up "
+                            "to 5,000 samples; default)")
+    space.add_argument("--refine-evals", type=int, metavar="N",
+                       help="at most N exact refit CVs in the refinement (default 30)")
     safe = parser.add_argument_group("safeguards")
     safe.add_argument("--confirm", type=int, default=3, metavar="K",
                       help="confirm the best K candidates by exact refit CV (default 3)")
@@ -198,12 +204,17 @@ def run_command(args, parser):
     lams = _grid(args.lam_grid, "--lam-grid", "lam")
     cs = _grid(args.c_grid, "--C-grid", "C")
     feature_options = {"features": args.features, "feature_map": args.feature_map,
-                       "feature_loss": args.feature_loss, "final": args.final}
+                       "feature_loss": args.feature_loss, "final": args.final,
+                       "refine": {"on": True, "off": False}.get(args.refine, args.refine),
+                       "refine_evals": args.refine_evals}
     if args.method != "rff":
         given = [f"--{k.replace('_', '-')}" for k, v in feature_options.items()
                  if v is not None]
         if given:
             raise KernelCVError(f"{', '.join(given)} belong(s) to --method rff")
+    if args.refine_evals is not None and args.refine_evals < 1:
+        raise KernelCVError(f"argument --refine-evals: must be at least 1, got "
+                            f"{args.refine_evals}")
     if args.features is not None and args.features < 1:
         raise KernelCVError(f"argument --features: the number of random features must be "
                             f"at least 1, got {args.features}")
@@ -266,6 +277,9 @@ def render(report, top=DEFAULT_TOP):
     if report.get("confirmed"):
         rows.append(("confirmed", f"{len(report['confirmed'])} best candidates by exact "
                                   "refit CV"))
+    if report.get("refined"):
+        rows.append(("refined", f"{len(report['refined'])} candidates by exact refit CV "
+                                f"({_seconds(timings['refine_seconds'])})"))
     if report.get("rechecked"):
         rows.append(("rechecked", f"{len(report['rechecked'])} degenerate candidates by "
                                   "exact refit CV"))

@@ -44,7 +44,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                fit_intercept=None, confirm=3, recheck_degenerate=True, seed=0, test=None,
                out=None, plot=False, checkpoint=None, n_jobs=1, scheduler=None,
                memory_budget=None, progress=None, Cs=None, features=30, feature_map="rff",
-               feature_loss=None, final="auto") -> dict:
+               feature_loss=None, final="auto", refine="auto",
+               refine_evals=30) -> dict:
     """Select the kernel parameter and lam of a machine on a data file; optionally test.
 
     Parameters
@@ -71,7 +72,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     dict
         JSON-able report: ``best_params``, ``best_cv_error`` (exact where confirmed),
         ``test_error``, ``candidates`` (one row per candidate), ``confirmed``,
-        ``rechecked``, ``timings``, ``files`` and the search settings.
+        ``rechecked``, ``refined``, ``timings``, ``files`` and the search settings.
     """
     tic = time.perf_counter()
     if final not in FINALS:
@@ -118,7 +119,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         recheck_degenerate=recheck_degenerate, random_state=seed, n_jobs=n_jobs,
         scheduler=scheduler, checkpoint=checkpoint, progress=progress,
         memory_budget=memory_budget, Cs=Cs, features=features, feature_map=feature_map,
-        feature_loss=feature_loss, feature_seed=feature_seed)
+        feature_loss=feature_loss, feature_seed=feature_seed,
+        **({"refine": refine, "refine_evals": refine_evals} if method == "rff" else {}))
     report = result.to_dict()
     report.update({"data": str(data), "test": None if test is None else str(test),
                    "fold_ids": fold_path, "seed": seed, "epsilon": epsilon,

@@ -30,6 +30,7 @@ from .checkpoint import Checkpoint, fingerprint
 from .feature_space import FEATURE_LOSSES, check_feature_options, edge_notes, feature_notes
 from .granularity import RULES, check_tolerance
 from .grids import check_grid, default_degrees, default_gammas, default_lams
+from .refine import REFINE_MAX_EVALS, check_refine, check_refine_memory, refine_search
 from .safeguards import APPROXIMATE, candidate_error, choose, rank, safeguards
 from .tasks import evaluate_setting, feature_data
 
@@ -53,7 +54,7 @@ class SearchResult:
         One per (setting, lam) in grid order: the kernel parameters, ``lam``, ``score``
         (the criterion's value, after degenerate re-checks), ``cv_error``, ``exact_error``
         (when refit), ``status`` (``exact`` | ``approximate`` | ``rechecked`` |
-        ``confirmed``), ``rank``, timings and notes.
+        ``confirmed`` | ``refined``), ``rank``, timings and notes.
     best_index : index of the chosen candidate.
     """
 
@@ -73,6 +74,7 @@ class SearchResult:
     label_mapping: dict | None = None
     notes: list[str] = field(default_factory=list)
     config: dict = field(default_factory=dict, repr=False)
+    refined: list[int] = field(default_factory=list)
     fold_ids: np.ndarray | None = field(default=None, repr=False)
     feature_map: object = field(default=None, repr=False)
 
@@ -104,10 +106,12 @@ class SearchResult:
             "best_params": self.best_params, "best_score": self.best["score"],
             "best_cv_error": self.best_cv_error,
             "confirmed": self.confirmed, "rechecked": self.rechecked,
+            "refined": self.refined,
             "timings": self.timings, "notes": self.notes, "candidates": self.candidates,
             **({"feature_space": {k: self.config[k] for k in (
                 "features", "feature_map", "feature_loss", "feature_seed", "feature_intercept",
-                "memory_estimate")}} if self.method == "rff" else {}),
+                "memory_estimate", "refine", "refine_evals")}} if self.method == "rff"
+               else {}),
         }
 
 
@@ -147,7 +151,8 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
                 random_state=0, tol=1e-6, n_jobs=1, backend="auto", scheduler=None,
                 checkpoint=None, progress=None, memory_budget=None,
                 settings=None, setting_lams=None, Cs=None, features=30, feature_map="rff",
-                feature_loss=None, feature_seed=None) -> SearchResult:
+                feature_loss=None, feature_seed=None, refine="auto",
+                refine_evals=REFINE_MAX_EVALS) -> SearchResult:
     """Choose the kernel parameter and lam of a kernel machine by (approximate) CV.
 
     Parameters
@@ -162,9 +167,10 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     method : {"exact", "closed-form", "bif", "gacv", "rff"}; default closed-form for
         krr/lssvm, bif otherwise. ``gacv`` (svm only) ranks by Wahba's GACV, not by CV.
         ``rff`` (rbf kernel; svm, l2svm, krr, lssvm): exact t-fold CV of a linear machine
-        on D random features (Feng & Liao), O(n D) memory and time linear in n; no exact
-        refits (no safeguards); the default grids are then the paper's, gamma = 2^-15,
-        2^-13..2^9 and C = 2^-5, 2^-3..2^15.
+        on D random features (Feng & Liao), O(n D) memory and time linear in n, then
+        (``refine``) a walk on the grid by exact refit CV of the final kernel machine; the
+        default grids are then the paper's, gamma = 2^-15, 2^-13..2^9 and
+        C = 2^-5, 2^-3..2^15.
     folds : int t, array of fold ids, or ``"auto"`` (granularity selection, bif only:
         t and r per lam from the tolerated error ``epsilon``).
     order : BIF order (int, ``"inf"`` or ``"auto"``); ignored with ``folds="auto"``.
@@ -197,6 +203,13 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     feature_seed : ``rff`` only: seed of the feature draw (default: ``random_state`` when
         that is an integer, else 0), so the search is reproducible even with given fold
         ids; it is reported and part of the checkpoint fingerprint.
+    refine, refine_evals : ``rff`` only: check the feature-space choice by exact refit CV
+        of the final kernel machine (SVC for svm) -- walk from it to the best of its grid
+        neighbours until none is better, at most ``refine_evals`` (default 30) refit CVs
+        (:mod:`kernelcv.selection.refine`). ``"auto"`` (default) refines up to 5,000
+        samples; True always (kernelcv machines: refused when the dense refits exceed the
+        memory budget); False never. The visited candidates get ``exact_error`` and status
+        ``refined``; the choice is the best of them by exact error.
 
     Returns
     -------
@@ -207,7 +220,7 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     Cost per kernel setting: one Gram matrix; closed-form adds one ``eigh`` (O(n^3)) and
     O(n^2 (t + n/t)) per lam; bif one warm-started fit per lam plus the correction
     (about 1.2 fits at r = 5); exact t fits per lam. Confirmations add ``confirm`` exact
-    CVs.
+    CVs, an rff refinement one exact CV per visited point.
     """
     total_tic = time.perf_counter()
     machine_spec = make_machine(machine, huber_width=huber_width, epsilon=svr_epsilon,
@@ -224,9 +237,11 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         feature_loss = feature_loss or FEATURE_LOSSES[machine]
         if settings is None and gammas is None:
             gammas = paper_gammas()
-    elif (features, feature_map, feature_loss, feature_seed) != (30, "rff", None, None):
-        raise KernelCVError("features, feature_map, feature_loss and feature_seed belong to "
-                            "method='rff'")
+        check_refine(refine, refine_evals)
+    elif ((features, feature_map, feature_loss, feature_seed, refine, refine_evals)
+          != (30, "rff", None, None, "auto", REFINE_MAX_EVALS)):
+        raise KernelCVError("features, feature_map, feature_loss, feature_seed, refine and "
+                            "refine_evals belong to method='rff'")
     if method == "gacv" and machine != "svm":
         raise KernelCVError(f"method 'gacv' is defined for the hinge SVM (machine 'svm'), "
                             f"not {machine!r}")
@@ -280,6 +295,7 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     workers = _n_workers(n_jobs, backend, scheduler)
     if method == "rff":
         estimate = check_feature_memory(X, features, feature_map, workers, memory_budget)
+        check_refine_memory(refine, machine, n, memory_budget)
     else:
         check_dense_budget(n, n, _MATRICES[method] * workers,
                            f"method {method!r} on {n} samples with {workers} worker(s)",
@@ -302,12 +318,13 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
                        "feature_intercept": bool(machine == "svm"
                                                  or machine_spec.fit_intercept),
                        "classifier": machine_spec.is_classifier,
-                       "memory_estimate": int(estimate)})
+                       "memory_estimate": int(estimate), "refine": refine,
+                       "refine_evals": int(refine_evals)})
     store = None
     if checkpoint is not None:
         # The memory budget does not change results, so it may differ on resume.
-        identity = {k: v for k, v in config.items()
-                    if k not in ("memory_budget", "memory_estimate")}
+        identity = {k: v for k, v in config.items() if k not in (
+            "memory_budget", "memory_estimate", "refine", "refine_evals")}
         key = fingerprint(X, y, fold_ids, {"config": identity, "settings": settings,
                                            "lams": setting_lams})
         store = Checkpoint(checkpoint, key, len(settings))
@@ -353,8 +370,12 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     best_index = choose(candidates, method, confirmed, rechecked)
     rank(candidates)
     confirm_seconds = time.perf_counter() - confirm_tic
-    notes = []
+    notes, refined, refine_tic = [], [], time.perf_counter()
     if method == "rff":
+        best_index, refined, refine_notes = refine_search(
+            X, y, fold_ids, candidates, best_index, config, average, refine, refine_evals,
+            progress)
+        notes.extend(refine_notes)
         notes.extend(edge_notes(candidates, best_index, config["features"]))
         notes.extend(feature_notes(config, n))
     if mapping is not None and set(mapping.values()) != {-1, 1}:
@@ -363,8 +384,9 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         candidates=candidates, best_index=best_index, machine=machine, method=method,
         kernel=kernel, param_name=param_name, metric=machine_spec.metric, n_samples=n,
         folds="auto" if auto else int(fold_ids.max()) + 1, order=order,
-        confirmed=confirmed, rechecked=rechecked,
+        confirmed=confirmed, rechecked=rechecked, refined=refined,
         timings={"search_seconds": search_seconds, "confirm_seconds": confirm_seconds,
+                 "refine_seconds": time.perf_counter() - refine_tic,
                  "total_seconds": time.perf_counter() - total_tic},
         label_mapping=mapping, notes=notes, config=config, fold_ids=fold_ids,
         feature_map=data["map"] if method == "rff" else None)

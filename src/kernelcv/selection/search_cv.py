@@ -91,6 +91,12 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         (auto) the kernel machine up to 100,000 samples when its dense n x n matrices
         fit the memory budget, the linear one otherwise. ``"kernel"`` is refused before
         the search when they do not fit. The options belong to ``method="rff"``.
+    refine : {"auto", True, False}, default="auto"
+        ``method="rff"``: walk the grid from the feature-space choice by exact refit CV of
+        the final kernel machine (SVC for svm) to a local minimum (see
+        :mod:`kernelcv.selection.refine`); "auto" refines up to 5,000 samples.
+    refine_evals : int, default=30
+        ``method="rff"``: at most this many exact refit CVs in the refinement.
 
     Attributes
     ----------
@@ -108,7 +114,9 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
     Notes
     -----
     With ``method="rff"`` the default grid is Feng & Liao's (gamma = 2^-15, 2^-13..2^9,
-    lam = 1/(2 n C) for C = 2^-5, 2^-3..2^15) and no candidate is refit exactly.
+    lam = 1/(2 n C) for C = 2^-5, 2^-3..2^15); the refined candidates carry exact scores
+    (``exact_test_score``; for svm those of scikit-learn's SVC) and the choice is the best
+    of them.
     Scores are averaged over folds without weights, as in GridSearchCV. Fold-out models
     keep the same lam (the objective is normalised by the number of training points), so
     with ``method="exact"`` the choice equals ``GridSearchCV`` over the same estimator
@@ -119,7 +127,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                  order="inf", epsilon=None, granularity="adaptive", confirm=3,
                  recheck_degenerate=True, refit=True, n_jobs=None, backend="auto",
                  scheduler=None, random_state=0, checkpoint=None, memory_budget=None,
-                 features=30, feature_map="rff", feature_loss=None, final="auto"):
+                 features=30, feature_map="rff", feature_loss=None, final="auto",
+                 refine="auto", refine_evals=30):
         self.estimator = estimator
         self.param_grid = param_grid
         self.method = method
@@ -140,6 +149,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.feature_map = feature_map
         self.feature_loss = feature_loss
         self.final = final
+        self.refine = refine
+        self.refine_evals = refine_evals
 
     def _base_estimator(self):
         if isinstance(self.estimator, str):
@@ -206,11 +217,13 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise KernelCVError(f"final must be 'auto', 'kernel' or 'linear', got "
                                 f"{self.final!r}")
         feature_options = {"features": self.features, "feature_map": self.feature_map,
-                           "feature_loss": self.feature_loss} if rff else {}
-        if not rff and ((self.features, self.feature_map, self.feature_loss, self.final)
-                        != (30, "rff", None, "auto")):
-            raise KernelCVError("features, feature_map, feature_loss and final belong to "
-                                "method='rff'")
+                           "feature_loss": self.feature_loss, "refine": self.refine,
+                           "refine_evals": self.refine_evals} if rff else {}
+        if not rff and ((self.features, self.feature_map, self.feature_loss, self.final,
+                         self.refine, self.refine_evals)
+                        != (30, "rff", None, "auto", "auto", 30)):
+            raise KernelCVError("features, feature_map, feature_loss, final, refine and "
+                                "refine_evals belong to method='rff'")
         if rff and self.refit and self.final == "kernel":
             check_final_kernel(base._machine_name, n, self.memory_budget)
         kernels = {s["kernel"] for s in settings}
@@ -231,8 +244,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                   for i, c in enumerate(result.candidates)}
         mapped = [result.candidates[lookup[key]] for key in keys]
         self.cv_results_ = _cv_results(candidates, mapped, is_classifier(base))
-        if result.confirmed:
-            # Chosen by exact error among the confirmed candidates.
+        if result.confirmed or result.refined:
+            # Chosen by exact error among the confirmed (or refined) candidates.
             best_key = (order[result.best["setting"]], float(result.best["lam"]))
             self.best_index_ = keys.index(best_key)
         else:

@@ -1,0 +1,292 @@
+"""Exact refinement of a random-feature search: refit CV against scikit-learn, the walk,
+the search's choice, the estimator and the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.model_selection import PredefinedSplit, cross_val_score
+from sklearn.svm import SVC
+
+from kernelcv import KernelSearchCV, cross_validate
+from kernelcv.cli import main
+from kernelcv.criteria.kernel_refit import machine_refit_cv, svc_refit_cv
+from kernelcv.criteria.random_features import c_to_lam
+from kernelcv.datasets import make_synthetic
+from kernelcv.exceptions import KernelCVError
+from kernelcv.kernels import GramFactory, make_kernel
+from kernelcv.machines import make_machine
+from kernelcv.selection import refine as refine_module
+from kernelcv.selection.refine import neighbours, refine_walk
+from kernelcv.selection.search import grid_search
+from kernelcv.validation import make_folds
+
+GAMMAS = [2.0**k for k in (-7, -5, -3, -1, 1)]
+CS = [2.0**k for k in (-3, -1, 1, 3, 5)]
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_synthetic(200, 5, random_state=11)  # 200 = 5 folds of 40: equal fold sizes
+    return X, y, make_folds(y, 5, True, 0)
+
+
+# ------------------------------------------------------------------ exact refit CV
+
+
+def test_svc_refit_cv_equals_sklearn_cross_val_score(data):
+    X, y, folds = data
+    gamma, lams = 0.2, [1e-3, 1e-2]
+    K = GramFactory(X).gram(make_kernel("rbf", gamma))
+    with_gram = svc_refit_cv(X, y, folds, gamma, lams, K)
+    with_rows = svc_refit_cv(X, y, folds, gamma, lams, None)
+    m = int(np.sum(folds != 0))  # equal folds: one C for every fold
+    for lam, a, b in zip(lams, with_gram, with_rows, strict=True):
+        accuracy = cross_val_score(SVC(C=1 / (2 * m * lam), gamma=gamma), X, y,
+                                   cv=PredefinedSplit(folds))
+        np.testing.assert_allclose(a["fold_errors"], 1 - accuracy, atol=1e-12)
+        np.testing.assert_allclose(b["fold_errors"], 1 - accuracy, atol=1e-12)
+        assert a["cv_error"] == pytest.approx(np.mean(1 - accuracy))
+
+
+def test_svc_refit_cv_keeps_lam_per_fold_with_unequal_folds():
+    X, y = make_synthetic(103, 4, random_state=2)
+    folds = make_folds(y, 4, True, 1)
+    gamma, lam = 0.3, 2e-3
+    record = svc_refit_cv(X, y, folds, gamma, [lam])[0]
+    expected = []
+    for fold in range(4):
+        train = folds != fold
+        svc = SVC(C=1 / (2 * train.sum() * lam), gamma=gamma).fit(X[train], y[train])
+        expected.append(np.mean(svc.predict(X[~train]) != y[~train]))
+    np.testing.assert_allclose(record["fold_errors"], expected)
+    sizes = np.bincount(folds)
+    assert record["cv_error"] == pytest.approx(np.dot(expected, sizes) / 103)
+
+
+@pytest.mark.parametrize("machine", ["krr", "l2svm", "lssvm"])
+def test_machine_refit_cv_equals_kernelcv_exact_cv(machine):
+    task = "regression" if machine == "krr" else "classification"
+    X, y = make_synthetic(90, 5, task=task, random_state=4)
+    folds = make_folds(y, 3, task == "classification", 0)
+    K = GramFactory(X).gram(make_kernel("rbf", 0.5))
+    records = machine_refit_cv(K, y, folds, [1e-3, 1e-1], make_machine(machine))
+    for lam, record in zip([1e-3, 1e-1], records, strict=True):
+        exact = cross_validate(X, y, machine=machine, kernel="rbf", gamma=0.5, lam=lam,
+                               folds=folds, method="exact")
+        assert record["cv_error"] == pytest.approx(exact.cv_error, rel=1e-10)
+
+
+# ------------------------------------------------------------------ the walk
+
+
+def _grid_candidates(scores):
+    return [{"gamma": 2.0**g, "lam": 10.0**-k, "score": float(scores[g, k]),
+             "status": "approximate", "exact_error": None}
+            for g in range(scores.shape[0]) for k in range(scores.shape[1])]
+
+
+def _surface_evaluator(surface, calls):
+    def evaluate(gamma, lams):
+        g = int(round(np.log2(gamma)))
+        calls.append((g, len(lams)))
+        return [{"error": float(surface[g, int(round(-np.log10(lam)))]), "seconds": 0.0}
+                for lam in lams]
+    return evaluate
+
+
+def test_walk_reaches_the_minimum_of_a_bowl_and_stops_at_a_local_minimum():
+    g, k = np.meshgrid(np.arange(9), np.arange(8), indexing="ij")
+    surface = (g - 6.0) ** 2 + 0.5 * (k - 2.0) ** 2  # exact error: minimum at (6, 2)
+    scores = (g - 1.0) ** 2 + (k - 6.0) ** 2  # feature-space winner at (1, 6)
+    candidates = _grid_candidates(scores)
+    calls = []
+    best, visited = refine_walk(candidates, 1 * 8 + 6, _surface_evaluator(surface, calls),
+                                max_evals=100)
+    assert (best // 8, best % 8) == (6, 2)
+    assert visited[0] == 1 * 8 + 6  # the start is evaluated first
+    assert len(set(visited)) == len(visited) < 72  # each point once, not the whole grid
+    for i in visited:
+        assert candidates[i]["status"] == "refined"
+        assert candidates[i]["exact_error"] == surface[i // 8, i % 8]
+    # the end is a local minimum: all its neighbours were evaluated and are not better
+    for j in neighbours(candidates)[best]:
+        assert j in visited and candidates[j]["exact_error"] >= candidates[best]["exact_error"]
+    # points of one gamma are evaluated in one call (one Gram matrix)
+    assert all(count >= 1 for _, count in calls) and len(calls) < len(visited)
+
+
+def test_walk_respects_the_budget_and_breaks_ties_by_score():
+    scores = np.arange(20.0).reshape(4, 5)
+    candidates = _grid_candidates(scores)
+    flat = np.zeros((4, 5))  # every exact error ties: the best score wins
+    best, visited = refine_walk(candidates, 0, _surface_evaluator(flat, []), max_evals=30)
+    assert best == 0 and sorted(visited) == [0, 1, 5, 6]
+    candidates = _grid_candidates(scores)
+    g, k = np.meshgrid(np.arange(4), np.arange(5), indexing="ij")
+    best, visited = refine_walk(candidates, 0, _surface_evaluator(-(g + k) * 1.0, []),
+                                max_evals=5)
+    assert len(visited) == 5
+    assert candidates[best]["exact_error"] == min(candidates[i]["exact_error"]
+                                                  for i in visited)
+
+
+def test_neighbours_on_a_ragged_grid():
+    candidates = [{"gamma": 1.0, "lam": 0.1}, {"gamma": 1.0, "lam": 0.01},
+                  {"gamma": 2.0, "lam": 0.01}, {"gamma": 4.0, "lam": 0.1}]
+    around = neighbours(candidates)
+    assert sorted(around[0]) == [1, 2]  # (2, 0.1) is missing; (4, 0.1) is two steps away
+    assert sorted(around[2]) == [0, 1, 3]
+    assert around[3] == [2]
+
+
+# ------------------------------------------------------------------ the search
+
+
+def test_refined_search_chooses_the_best_visited_svc_by_exact_refit_cv(data):
+    X, y, folds = data
+    lams = [float(v) for v in c_to_lam(CS, 200)]
+    plain = grid_search(X, y, "svm", method="rff", folds=folds, features=20, gammas=GAMMAS,
+                        lams=lams, refine=False)
+    result = grid_search(X, y, "svm", method="rff", folds=folds, features=20, gammas=GAMMAS,
+                         lams=lams, refine=True)
+    # same feature-space scores; the walk starts at the feature-space winner
+    assert [c["score"] for c in result.candidates] == [c["score"] for c in plain.candidates]
+    assert plain.best_index in result.refined
+    assert result.best_index in result.refined
+    refined = [result.candidates[i] for i in result.refined]
+    assert {c["status"] for c in refined} == {"refined"}
+    assert result.best["exact_error"] == min(c["exact_error"] for c in refined)
+    assert result.best_cv_error == result.best["exact_error"]
+    # the exact errors are those of SVC refits with C = 1 / (2 m lam) on the same folds
+    m = int(np.sum(folds != 0))
+    for c in refined[:4]:
+        accuracy = cross_val_score(SVC(C=1 / (2 * m * c["lam"]), gamma=c["gamma"]), X, y,
+                                   cv=PredefinedSplit(folds))
+        assert c["exact_error"] == pytest.approx(np.mean(1 - accuracy))
+    # no unvisited neighbour of the choice can be better (it was all evaluated)
+    around = refine_module.neighbours(result.candidates)[result.best_index]
+    assert set(around) <= set(result.refined)
+    assert result.timings["refine_seconds"] > 0
+    assert any("refined by exact refit CV of the final SVC" in note for note in result.notes)
+    assert result.to_dict()["refined"] == result.refined
+
+
+def test_refinement_without_room_for_the_gram_matrix_gives_the_same_choice(data, monkeypatch):
+    X, y, folds = data
+    options = dict(method="rff", folds=folds, features=20, gammas=GAMMAS[1:4], Cs=CS[1:4],
+                   refine=True)
+    with_gram = grid_search(X, y, "svm", **options)
+    # 200 x 200 doubles = 320 kB: a 500 kB budget has room for the features, not the Gram
+    # matrices, so LIBSVM computes the kernel rows itself
+    without = grid_search(X, y, "svm", memory_budget=500_000, **options)
+    assert without.best_index == with_gram.best_index
+    assert ([c["exact_error"] for c in without.candidates]
+            == [c["exact_error"] for c in with_gram.candidates])
+
+
+def test_refine_auto_limit_and_note(data, monkeypatch):
+    X, y, folds = data
+    monkeypatch.setattr(refine_module, "REFINE_AUTO_LIMIT", 100)
+    result = grid_search(X, y, "svm", method="rff", folds=folds, features=20,
+                         gammas=GAMMAS[:3], Cs=CS[:3])
+    assert result.refined == [] and result.best["exact_error"] is None
+    assert any("not refined" in note and "> 100" in note for note in result.notes)
+    monkeypatch.setattr(refine_module, "REFINE_AUTO_LIMIT", 5000)
+    result = grid_search(X, y, "svm", method="rff", folds=folds, features=20,
+                         gammas=GAMMAS[:3], Cs=CS[:3])
+    assert result.refined
+
+
+def test_refined_krr_matches_kernelcv_exact_cv():
+    X, y = make_synthetic(80, 5, task="regression", random_state=6)
+    result = grid_search(X, y, "krr", method="rff", folds=4, features=30,
+                         gammas=[0.1, 0.5, 2.0], lams=[1e-3, 1e-2, 1e-1], refine=True)
+    assert result.refined
+    for i in result.refined:
+        c = result.candidates[i]
+        exact = cross_validate(X, y, machine="krr", kernel="rbf", gamma=c["gamma"],
+                               lam=c["lam"], folds=result.fold_ids, method="exact")
+        assert c["exact_error"] == pytest.approx(exact.cv_error, rel=1e-10)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"refine": "yes"}, "refine must be"),
+    ({"refine_evals": 0}, "refine_evals must be"),
+    ({"refine_evals": 2.5}, "refine_evals must be"),
+])
+def test_bad_refine_options(data, options, message):
+    X, y, folds = data
+    with pytest.raises(KernelCVError, match=message):
+        grid_search(X, y, "svm", method="rff", folds=folds, features=10, **options)
+
+
+def test_refine_options_belong_to_rff(data):
+    X, y, folds = data
+    with pytest.raises(KernelCVError, match="belong to method='rff'"):
+        grid_search(X, y, "l2svm", method="bif", folds=folds, refine=True)
+    with pytest.raises(KernelCVError, match="belong to method='rff'"):
+        KernelSearchCV("l2svm", {"gamma": [0.1], "lam": [0.01]}, method="bif",
+                       refine_evals=3).fit(X, y)
+
+
+def test_refine_on_is_refused_before_the_search_when_dense_refits_do_not_fit(data):
+    X, y, folds = data
+    with pytest.raises(KernelCVError, match="refine=True"):
+        grid_search(X, y, "l2svm", method="rff", folds=folds, features=10, refine=True,
+                    memory_budget=600_000)
+    # auto skips with a note instead
+    result = grid_search(X, y, "l2svm", method="rff", folds=folds, features=10,
+                         gammas=GAMMAS[:2], Cs=CS[:2], memory_budget=600_000)
+    assert result.refined == []
+    assert any("beyond the memory budget" in note for note in result.notes)
+
+
+def test_kernel_search_cv_uses_the_refined_choice(data):
+    X, y, folds = data
+    grid = {"gamma": GAMMAS, "lam": [float(v) for v in c_to_lam(CS, 200)]}
+    search = KernelSearchCV("svm", grid, method="rff", folds=folds, features=20,
+                            refine=True, refine_evals=12).fit(X, y)
+    result = search.search_
+    assert 0 < len(result.refined) <= 12
+    exact = search.cv_results_["exact_test_score"]
+    assert np.sum(np.isfinite(exact)) == len(result.refined)
+    assert exact[search.best_index_] == np.nanmax(exact)
+    assert search.best_params_["gamma"] == result.best["gamma"]
+    assert search.best_score_ == pytest.approx(exact[search.best_index_])
+
+
+# ------------------------------------------------------------------ command line
+
+
+def test_cli_refine_report_and_errors(tmp_path, capsys):
+    from sklearn.datasets import dump_svmlight_file
+
+    X, y = make_synthetic(120, 4, random_state=8)
+    path = tmp_path / "train.svm"
+    dump_svmlight_file(X, y, str(path))
+    grid = ["--gamma-grid", "2^-5,2^-3,2^-1", "--C-grid", "2^-1,2^3,2^7"]
+    code = main(["select", str(path), "--machine", "svm", "--method", "rff", "--features",
+                 "20", "--folds", "4", *grid, "--refine", "on", "--refine-evals", "5",
+                 "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0 and "candidates by exact refit CV" in out
+    code = main(["select", str(path), "--machine", "svm", "--method", "rff", "--features",
+                 "20", "--folds", "4", *grid, "--refine", "on", "--refine-evals", "2",
+                 "--no-progress", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and len(report["refined"]) == 2
+    assert report["feature_space"]["refine"] is True
+    assert report["feature_space"]["refine_evals"] == 2
+    chosen = report["candidates"][report["best_index"]]
+    assert chosen["status"] == "refined" and report["best_cv_error"] == chosen["exact_error"]
+    for argv, message in [
+        (["--method", "bif", "--refine", "on"], "--refine belong(s) to --method rff"),
+        (["--method", "rff", "--refine-evals", "0"], "--refine-evals: must be at least 1"),
+    ]:
+        code = main(["select", str(path), "--machine", "svm", *argv, *grid,
+                     "--no-progress"])
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1
