@@ -97,6 +97,13 @@ def _surface_evaluator(surface, calls):
     return evaluate
 
 
+def test_neighbours_are_one_step_in_gamma_or_lam():
+    candidates = _grid_candidates(np.zeros((3, 3)))
+    around = neighbours(candidates)
+    assert sorted(around[4]) == [1, 3, 5, 7]  # the centre: no diagonal steps
+    assert sorted(around[0]) == [1, 3]
+
+
 def test_walk_reaches_the_minimum_of_a_bowl_and_stops_at_a_local_minimum():
     g, k = np.meshgrid(np.arange(9), np.arange(8), indexing="ij")
     surface = (g - 6.0) ** 2 + 0.5 * (k - 2.0) ** 2  # exact error: minimum at (6, 2)
@@ -123,7 +130,7 @@ def test_walk_respects_the_budget_and_breaks_ties_by_score():
     candidates = _grid_candidates(scores)
     flat = np.zeros((4, 5))  # every exact error ties: the best score wins
     best, visited = refine_walk(candidates, 0, _surface_evaluator(flat, []), max_evals=30)
-    assert best == 0 and sorted(visited) == [0, 1, 5, 6]
+    assert best == 0 and sorted(visited) == [0, 1, 5]  # the start and its 2 neighbours
     candidates = _grid_candidates(scores)
     g, k = np.meshgrid(np.arange(4), np.arange(5), indexing="ij")
     best, visited = refine_walk(candidates, 0, _surface_evaluator(-(g + k) * 1.0, []),
@@ -137,9 +144,10 @@ def test_neighbours_on_a_ragged_grid():
     candidates = [{"gamma": 1.0, "lam": 0.1}, {"gamma": 1.0, "lam": 0.01},
                   {"gamma": 2.0, "lam": 0.01}, {"gamma": 4.0, "lam": 0.1}]
     around = neighbours(candidates)
-    assert sorted(around[0]) == [1, 2]  # (2, 0.1) is missing; (4, 0.1) is two steps away
-    assert sorted(around[2]) == [0, 1, 3]
-    assert around[3] == [2]
+    assert around[0] == [1]  # (2, 0.1) is missing
+    assert around[1] == [2, 0]  # one step in gamma, one in lam
+    assert around[2] == [1]  # (2, 0.1) and (4, 0.01) are missing
+    assert around[3] == []  # (4, 0.1): its neighbours are all missing
 
 
 # ------------------------------------------------------------------ the search

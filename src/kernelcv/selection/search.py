@@ -204,7 +204,7 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         that is an integer, else 0), so the search is reproducible even with given fold
         ids; it is reported and part of the checkpoint fingerprint.
     refine, refine_evals : ``rff`` only: check the feature-space choice by exact refit CV
-        of the final kernel machine (SVC for svm) -- walk from it to the best of its grid
+        of the final kernel machine (SVC for svm) -- walk from it to the best of its 4 grid
         neighbours until none is better, at most ``refine_evals`` (default 30) refit CVs
         (:mod:`kernelcv.selection.refine`). ``"auto"`` (default) refines up to 5,000
         samples; True always (kernelcv machines: refused when the dense refits exceed the
