@@ -140,14 +140,25 @@ def test_walk_respects_the_budget_and_breaks_ties_by_score():
                                                   for i in visited)
 
 
-def test_neighbours_on_a_ragged_grid():
+def test_neighbours_on_a_ragged_grid_stay_connected():
+    # gamma 1 has lam 0.1, 0.01, 0.001; gamma 2 has 0.05, 0.005 (interleaved lists)
     candidates = [{"gamma": 1.0, "lam": 0.1}, {"gamma": 1.0, "lam": 0.01},
-                  {"gamma": 2.0, "lam": 0.01}, {"gamma": 4.0, "lam": 0.1}]
+                  {"gamma": 1.0, "lam": 0.001}, {"gamma": 2.0, "lam": 0.05},
+                  {"gamma": 2.0, "lam": 0.005}]
     around = neighbours(candidates)
-    assert around[0] == [1]  # (2, 0.1) is missing
-    assert around[1] == [2, 0]  # one step in gamma, one in lam
-    assert around[2] == [1]  # (2, 0.1) and (4, 0.01) are missing
-    assert around[3] == []  # (4, 0.1): its neighbours are all missing
+    assert around[0] == [1, 3]  # next lam of gamma 1; nearest lam (log scale) of gamma 2
+    assert around[1] == [2, 0, 4]  # 0.05 and 0.005 tie in log distance: the smaller lam
+    assert around[3] == [4, 0]
+    assert around[4] == [3, 1]
+    for c, score in zip(candidates, [4, 3, 2, 1, 0], strict=True):
+        c.update(score=float(score), status="approximate", exact_error=None)
+    errors = {0.1: 0.5, 0.01: 0.4, 0.001: 0.05, 0.05: 0.45, 0.005: 0.3}
+
+    def evaluate(gamma, lams):
+        return [{"error": errors[lam], "seconds": 0.0} for lam in lams]
+
+    best, visited = refine_walk(candidates, 0, evaluate)
+    assert best == 2 and set(visited) == {0, 1, 2, 3, 4}
 
 
 # ------------------------------------------------------------------ the search
@@ -231,13 +242,61 @@ def test_bad_refine_options(data, options, message):
         grid_search(X, y, "svm", method="rff", folds=folds, features=10, **options)
 
 
-def test_refine_options_belong_to_rff(data):
+@pytest.mark.parametrize("value", [1, 0.0, np.True_, "on"])
+def test_refine_must_be_auto_or_a_python_bool(data, value):
+    X, y, folds = data
+    with pytest.raises(KernelCVError, match="refine must be"):
+        grid_search(X, y, "svm", method="rff", folds=folds, features=10, refine=value)
+
+
+def test_linear_final_model_is_not_refined(data):
+    X, y, folds = data
+    grid = {"gamma": GAMMAS[:2], "lam": [1e-3, 1e-2]}
+    search = KernelSearchCV("svm", grid, method="rff", folds=folds, features=10,
+                            final="linear").fit(X, y)
+    assert search.search_.refined == [] and search.final_kind_ == "linear"
+    with pytest.raises(KernelCVError, match="final='linear'"):
+        KernelSearchCV("svm", grid, method="rff", folds=folds, features=10, final="linear",
+                       refine=True).fit(X, y)
+
+
+def test_failed_refits_count_as_worst_and_are_noted(data, monkeypatch):
+    from kernelcv.criteria import evaluate as evaluate_module
+
+    X, y, folds = data
+    real = evaluate_module.evaluate_lam
+    first = {}
+
+    def flaky(K, y, fold_ids, lam, machine, method, **options):
+        first.setdefault("lam", lam)
+        if lam == first["lam"]:
+            raise KernelCVError("non-finite predictions")
+        return real(K, y, fold_ids, lam, machine, method, **options)
+
+    monkeypatch.setattr(evaluate_module, "evaluate_lam", flaky)
+    result = grid_search(X, y, "l2svm", method="rff", folds=folds, features=10,
+                         gammas=GAMMAS[1:4], Cs=CS[1:4], refine=True)
+    failed = [i for i in result.refined if result.candidates[i]["exact_error"] is None]
+    assert failed and result.best_index not in failed
+    assert result.best["exact_error"] is not None
+    assert any("exact refits failed" in note for note in result.notes)
+
+
+def test_refine_options_belong_to_rff(data, tmp_path):
     X, y, folds = data
     with pytest.raises(KernelCVError, match="belong to method='rff'"):
         grid_search(X, y, "l2svm", method="bif", folds=folds, refine=True)
     with pytest.raises(KernelCVError, match="belong to method='rff'"):
         KernelSearchCV("l2svm", {"gamma": [0.1], "lam": [0.01]}, method="bif",
                        refine_evals=3).fit(X, y)
+    from sklearn.datasets import dump_svmlight_file
+
+    from kernelcv.selection.report import run_select
+
+    path = tmp_path / "train.svm"
+    dump_svmlight_file(X, y, str(path))
+    with pytest.raises(KernelCVError, match="belong to method='rff'"):
+        run_select(path, machine="svm", method="bif", refine=True)
 
 
 def test_refine_on_is_refused_before_the_search_when_dense_refits_do_not_fit(data):

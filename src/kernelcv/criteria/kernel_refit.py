@@ -86,13 +86,22 @@ def machine_refit_cv(K, y, fold_ids, lams, machine) -> list[dict]:
     """Exact t-fold CV of a kernelcv machine (l2svm, krr, lssvm) for each lam.
 
     :func:`~kernelcv.criteria.evaluate.evaluate_lam` with ``method="exact"`` (t refits on
-    blocks of the Gram matrix K) per lam. Returns records as :func:`svc_refit_cv`.
+    blocks of the Gram matrix K) per lam. Returns records as :func:`svc_refit_cv`; a refit
+    that fails (:class:`KernelCVError`, e.g. non-finite predictions at a tiny lam) gives
+    ``cv_error`` and ``fold_errors`` None.
     """
+    from ..exceptions import KernelCVError
     from .evaluate import evaluate_lam
 
     records = []
     for lam in lams:
-        ev = evaluate_lam(K, y, fold_ids, float(lam), machine, "exact")
+        start = time.perf_counter()
+        try:
+            ev = evaluate_lam(K, y, fold_ids, float(lam), machine, "exact")
+        except KernelCVError:
+            records.append({"cv_error": None, "fold_errors": None,
+                            "seconds": time.perf_counter() - start})
+            continue
         records.append({"cv_error": float(ev.cv_error),
                         "fold_errors": [float(e) for e in ev.fold_errors],
                         "seconds": float(ev.seconds)})

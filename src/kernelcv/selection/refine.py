@@ -44,11 +44,26 @@ _MATRICES = {"svm": 3.0, "other": 3.5}
 
 def check_refine(refine, max_evals):
     """``refine`` is "auto", True or False; ``max_evals`` an integer >= 1."""
-    if refine not in ("auto", True, False):
+    if not (refine is True or refine is False or (isinstance(refine, str)
+                                                   and refine == "auto")):
         raise KernelCVError(f"refine must be 'auto', True or False, got {refine!r}")
     if (isinstance(max_evals, bool) or not isinstance(max_evals, int | np.integer)
             or max_evals < 1):
         raise KernelCVError(f"refine_evals must be an integer >= 1, got {max_evals!r}")
+
+
+def refine_for_final(refine, final):
+    """The refinement checks the kernel machine: none when the linear model is final.
+
+    ``final="linear"`` turns ``refine="auto"`` off and refuses ``refine=True``.
+    """
+    if final != "linear":
+        return refine
+    if refine is True:
+        raise KernelCVError("refine=True (--refine on) checks the exact kernel machine, but "
+                            "final='linear' (--final linear) keeps the linear model in "
+                            "feature space; drop one of them")
+    return False if isinstance(refine, str) and refine == "auto" else refine
 
 
 def refine_wanted(refine, n_samples: int) -> bool:
@@ -58,23 +73,28 @@ def refine_wanted(refine, n_samples: int) -> bool:
     return bool(refine)
 
 
-# Grid steps to the neighbours of a point: one step in gamma or in lam.
-_STEPS = ((-1, 0), (1, 0), (0, -1), (0, 1))
-
-
 def neighbours(candidates) -> dict[int, list[int]]:
     """Grid neighbours of every candidate: one step in gamma or in lam (4-neighbourhood).
 
-    Steps are counted in the sorted distinct gamma and lam values of all candidates, so a
-    ragged grid (different lam lists per gamma) works: missing points are skipped.
+    In lam: the next smaller and larger lam of the same gamma. In gamma: at the next
+    smaller and larger gamma, the lam nearest in log scale (on a rectangular grid the same
+    lam), so a ragged grid (its own lam list per gamma) stays connected.
     """
-    gammas = sorted({float(c["gamma"]) for c in candidates})
-    lams = sorted({float(c["lam"]) for c in candidates})
-    where = {(gammas.index(float(c["gamma"])), lams.index(float(c["lam"]))): i
-             for i, c in enumerate(candidates)}
+    by_gamma: dict[float, list[tuple[float, int]]] = {}
+    for i, c in enumerate(candidates):
+        by_gamma.setdefault(float(c["gamma"]), []).append((float(c["lam"]), i))
+    gammas = sorted(by_gamma)
+    columns = [sorted(by_gamma[g]) for g in gammas]
     result = {}
-    for (g, k), i in where.items():
-        result[i] = [where[(g + a, k + b)] for a, b in _STEPS if (g + a, k + b) in where]
+    for g, column in enumerate(columns):
+        for k, (lam, i) in enumerate(column):
+            around = [column[k + step][1] for step in (-1, 1) if 0 <= k + step < len(column)]
+            for h in (g - 1, g + 1):
+                if 0 <= h < len(columns):
+                    nearest = min(columns[h], key=lambda pair: (abs(np.log(pair[0] / lam)),
+                                                                pair[0]))
+                    around.append(nearest[1])
+            result[i] = around
     return result
 
 
@@ -120,7 +140,9 @@ class RefitEvaluator:
                                        machine_from_config(self.config))
         for record in records:
             record["seconds"] += setup
-            if self.average == "folds":
+            if record["fold_errors"] is None:
+                record["error"] = None  # the refit failed
+            elif self.average == "folds":
                 record["error"] = float(np.mean(record["fold_errors"]))
             else:
                 record["error"] = record["cv_error"]
@@ -161,8 +183,9 @@ def refine_walk(candidates, start: int, evaluate, max_evals=REFINE_MAX_EVALS,
     around = neighbours(candidates)
     visited: list[int] = []
 
-    def key(i):
-        return (candidates[i]["exact_error"], candidates[i]["score"], i)
+    def key(i):  # a failed refit (exact_error None) ranks last
+        error = candidates[i]["exact_error"]
+        return (np.inf if error is None else error, candidates[i]["score"], i)
 
     def run(indices):
         by_gamma: dict[float, list[int]] = {}
@@ -175,7 +198,7 @@ def refine_walk(candidates, start: int, evaluate, max_evals=REFINE_MAX_EVALS,
                                      exact_seconds=record["seconds"], status="refined")
                 visited.append(i)
             if progress is not None:
-                progress("refine", len(visited), max_evals)
+                progress("refine", len(visited), max(len(visited), max_evals))
 
     current = start
     while True:
@@ -225,11 +248,16 @@ def refine_search(X, y, fold_ids, candidates, start, config, average, refine, ma
     note = (f"refined by exact refit CV of the final {final}: {len(visited)} grid points "
             "visited around the feature-space choice")
     if best != start:
-        note += (f"; moved from gamma = {candidates[start]['gamma']:.4g}, lam = "
-                 f"{candidates[start]['lam']:.4g} (exact CV error "
-                 f"{candidates[start]['exact_error']:.4g}) to gamma = "
-                 f"{candidates[best]['gamma']:.4g}, lam = {candidates[best]['lam']:.4g} "
-                 f"({candidates[best]['exact_error']:.4g})")
+        def point(c):
+            error = "failed" if c["exact_error"] is None else f"{c['exact_error']:.4g}"
+            return f"gamma = {c['gamma']:.4g}, lam = {c['lam']:.4g} (exact CV error {error})"
+
+        note += f"; moved from {point(candidates[start])} to {point(candidates[best])}"
     if len(visited) >= max_evals:
         note += f"; stopped at the budget of {max_evals} refits (refine_evals)"
-    return best, visited, [note]
+    notes = [note]
+    failed = [i for i in visited if candidates[i]["exact_error"] is None]
+    if failed:
+        notes.append(f"{len(failed)} exact refits failed (non-finite predictions, e.g. a "
+                     "tiny lam) and count as worst; their exact_error is null")
+    return best, visited, notes

@@ -25,6 +25,7 @@ from ..kernels import GramFactory
 from ..machines import make_machine
 from ..validation import check_data
 from .backends import run_tasks
+from .refine import refine_for_final
 from .search import APPROXIMATE, grid_search
 from .search_cv import ESTIMATORS
 from .tasks import check_final_kernel, evaluate_setting, exact_candidate, fit_final
@@ -70,7 +71,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     Returns
     -------
     dict
-        JSON-able report: ``best_params``, ``best_cv_error`` (exact where confirmed),
+        JSON-able report: ``best_params``, ``best_cv_error`` (exact where confirmed or
+        refined),
         ``test_error``, ``candidates`` (one row per candidate), ``confirmed``,
         ``rechecked``, ``refined``, ``timings``, ``files`` and the search settings.
     """
@@ -120,7 +122,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         scheduler=scheduler, checkpoint=checkpoint, progress=progress,
         memory_budget=memory_budget, Cs=Cs, features=features, feature_map=feature_map,
         feature_loss=feature_loss, feature_seed=feature_seed,
-        **({"refine": refine, "refine_evals": refine_evals} if method == "rff" else {}))
+        refine=refine_for_final(refine, final), refine_evals=refine_evals)
     report = result.to_dict()
     report.update({"data": str(data), "test": None if test is None else str(test),
                    "fold_ids": fold_path, "seed": seed, "epsilon": epsilon,
@@ -332,8 +334,13 @@ def _bif_along(result, candidates, order, X, y, memory_budget):
 
 
 def _exact_along(result, candidates, X, y, memory_budget, progress):
-    """Exact refit CV of the given candidates (reusing confirmations already made)."""
-    values = [c["exact_error"] for c in candidates]
+    """Exact refit CV of the given candidates (reusing confirmations already made).
+
+    The curve is of the kernelcv machine throughout: the exact errors of an rff
+    refinement are those of scikit-learn's SVC for svm, so they are not reused there.
+    """
+    values = [None if c["status"] == "refined" and result.machine == "svm"
+              else c["exact_error"] for c in candidates]
     todo = [i for i, v in enumerate(values) if v is None]
     spec = make_machine(result.machine)
     _, y_pm, _ = check_data(X, y, spec.is_classifier)

@@ -4,9 +4,10 @@ The driver validates once, splits the grid into kernel settings (one task each, 
 :mod:`kernelcv.selection.tasks`), runs them sequentially, on joblib workers or on a Dask
 cluster (:mod:`kernelcv.selection.backends`), records finished settings in an optional
 checkpoint, and then applies the safeguards of :mod:`kernelcv.selection.safeguards`
-(exact rechecks of degenerate candidates, exact confirmation of the best few).
+(exact rechecks of degenerate candidates, exact confirmation of the best few) or, for a
+random-feature search, the exact refinement of :mod:`kernelcv.selection.refine`.
 
-The driver never fits a machine itself.
+The driver fits no machine itself; the refinement's refits run in this process.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from ..estimators import (
 from ..estimators._base import _resolve_gamma
 from ..exceptions import KernelCVError
 from .grids import default_gammas, default_lams
+from .refine import refine_for_final
 from .search import grid_search
 from .tasks import check_final_kernel, fit_final
 
@@ -217,7 +218,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise KernelCVError(f"final must be 'auto', 'kernel' or 'linear', got "
                                 f"{self.final!r}")
         feature_options = {"features": self.features, "feature_map": self.feature_map,
-                           "feature_loss": self.feature_loss, "refine": self.refine,
+                           "feature_loss": self.feature_loss,
+                           "refine": refine_for_final(self.refine, self.final),
                            "refine_evals": self.refine_evals} if rff else {}
         if not rff and ((self.features, self.feature_map, self.feature_loss, self.final,
                          self.refine, self.refine_evals)
