@@ -36,7 +36,7 @@ bench-hypothetical: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_hypothetical.py --figures docs/figures
 
 bench-rff: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_rff.py ratsch --folds 5 --features 100 --splits 5
+	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_rff.py ratsch --folds 5 10 --features 100 --splits 5
 
 bench-papers: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m kernelcv bench --quick --out bench-results
