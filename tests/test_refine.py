@@ -66,6 +66,30 @@ def test_svc_refit_cv_keeps_lam_per_fold_with_unequal_folds():
     assert record["cv_error"] == pytest.approx(np.dot(expected, sizes) / 103)
 
 
+@pytest.mark.parametrize("average", ["pooled", "folds"])
+def test_svc_refit_cv_stops_early_only_above_the_bound(average):
+    X, y = make_synthetic(103, 4, random_state=2)  # unequal folds: the averages differ
+    folds = make_folds(y, 4, True, 1)
+    gamma, lam = 0.3, 1e-1  # a large lam: a poor fit with errors in every fold
+    full = svc_refit_cv(X, y, folds, gamma, [lam])[0]
+    errors = np.asarray(full["fold_errors"])
+    weights = np.bincount(folds) / 103 if average == "pooled" else np.full(4, 0.25)
+    exact = float(errors @ weights)
+    assert np.all(errors > 0)
+    partial = np.cumsum(errors * weights)
+    # a bound just under the error after the first fold: stop after that fold
+    stopped = svc_refit_cv(X, y, folds, gamma, [lam], stop_above=partial[0] * 0.999,
+                           average=average)[0]
+    assert stopped["pruned"] and stopped["cv_error"] is None
+    assert stopped["fold_errors"] == full["fold_errors"][:1]
+    assert stopped["error_at_least"] == pytest.approx(partial[0])
+    assert stopped["error_at_least"] <= exact
+    # a bound at the exact error never stops (ties are kept), nor does one above it
+    for bound in (exact, exact + 0.1):
+        kept = svc_refit_cv(X, y, folds, gamma, [lam], stop_above=bound, average=average)[0]
+        assert "pruned" not in kept and kept["fold_errors"] == full["fold_errors"]
+
+
 @pytest.mark.parametrize("machine", ["krr", "l2svm", "lssvm"])
 def test_machine_refit_cv_equals_kernelcv_exact_cv(machine):
     task = "regression" if machine == "krr" else "classification"
@@ -89,7 +113,7 @@ def _grid_candidates(scores):
 
 
 def _surface_evaluator(surface, calls):
-    def evaluate(gamma, lams):
+    def evaluate(gamma, lams, stop_above=None):
         g = int(round(np.log2(gamma)))
         calls.append((g, len(lams)))
         return [{"error": float(surface[g, int(round(-np.log10(lam)))]), "seconds": 0.0}
@@ -102,6 +126,20 @@ def test_neighbours_are_one_step_in_gamma_or_lam():
     around = neighbours(candidates)
     assert sorted(around[4]) == [1, 3, 5, 7]  # the centre: no diagonal steps
     assert sorted(around[0]) == [1, 3]
+
+
+def test_ridge_start_is_one_step_to_larger_gamma_and_smaller_c():
+    candidates = _grid_candidates(np.zeros((3, 4)))  # gamma 2^g, lam 10^-k: index 4 g + k
+    # larger gamma (g + 1) and larger lam (k - 1, i.e. smaller C)
+    assert refine_module.ridge_start(candidates, 0 * 4 + 2) == 1 * 4 + 1
+    # at the largest gamma only lam moves; at the largest lam only gamma moves
+    assert refine_module.ridge_start(candidates, 2 * 4 + 3) == 2 * 4 + 2
+    assert refine_module.ridge_start(candidates, 1 * 4 + 0) == 2 * 4 + 0
+    assert refine_module.ridge_start(candidates, 2 * 4 + 0) == 2 * 4 + 0  # the corner
+    # a ragged grid: the nearest lam (log scale) at the next gamma, then one step larger
+    ragged = [{"gamma": 1.0, "lam": 0.01}, {"gamma": 2.0, "lam": 0.008},
+              {"gamma": 2.0, "lam": 0.1}, {"gamma": 2.0, "lam": 1.0}]
+    assert refine_module.ridge_start(ragged, 0) == 2
 
 
 def test_walk_reaches_the_minimum_of_a_bowl_and_stops_at_a_local_minimum():
@@ -121,8 +159,7 @@ def test_walk_reaches_the_minimum_of_a_bowl_and_stops_at_a_local_minimum():
     # the end is a local minimum: all its neighbours were evaluated and are not better
     for j in neighbours(candidates)[best]:
         assert j in visited and candidates[j]["exact_error"] >= candidates[best]["exact_error"]
-    # points of one gamma are evaluated in one call (one Gram matrix)
-    assert all(count >= 1 for _, count in calls) and len(calls) < len(visited)
+    assert len(calls) == len(visited)  # one point per call: each gets the current bound
 
 
 def test_walk_respects_the_budget_and_breaks_ties_by_score():
@@ -140,6 +177,58 @@ def test_walk_respects_the_budget_and_breaks_ties_by_score():
                                                   for i in visited)
 
 
+def _fold_surface_evaluator(fold_errors, calls, honour_bound):
+    """Per-fold errors (g, k, fold); stops early like svc_refit_cv when honour_bound."""
+    def evaluate(gamma, lams, stop_above=None):
+        records = []
+        for lam in lams:
+            errors = fold_errors[int(round(np.log2(gamma))), int(round(-np.log10(lam)))]
+            bound, done = 0.0, 0
+            for e in errors:
+                bound, done = bound + e / errors.size, done + 1
+                if (honour_bound and stop_above is not None and done < errors.size
+                        and bound > stop_above + 1e-12):
+                    break
+            calls.append(done)
+            if done < errors.size:
+                records.append({"error": None, "seconds": 0.0, "pruned": True,
+                                "error_at_least": bound})
+            else:
+                records.append({"error": float(errors.mean()), "seconds": 0.0})
+        return records
+    return evaluate
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_pruning_skips_folds_but_not_the_walk_or_its_choice(seed):
+    rng = np.random.default_rng(seed)
+    g, k = np.meshgrid(np.arange(7), np.arange(6), indexing="ij")
+    bowl = 0.02 * ((g - rng.integers(7)) ** 2 + (k - rng.integers(6)) ** 2)
+    # rounded per-fold errors: exact ties are common, as with 0-1 errors
+    fold_errors = np.round(bowl[..., None] + rng.uniform(0, 0.3, (7, 6, 5)), 1)
+    scores = rng.uniform(size=(7, 6))
+    start = int(np.argmin(scores))
+    plain, pruned = _grid_candidates(scores), _grid_candidates(scores)
+    plain_calls, pruned_calls = [], []
+    best_plain, visited_plain = refine_walk(
+        plain, start, _fold_surface_evaluator(fold_errors, plain_calls, False), 42)
+    best, visited = refine_walk(
+        pruned, start, _fold_surface_evaluator(fold_errors, pruned_calls, True), 42)
+    assert best == best_plain and visited == visited_plain
+    assert pruned[best]["exact_error"] == plain[best]["exact_error"]
+    for i in visited:
+        if pruned[i]["status"] == "pruned":
+            assert pruned[i]["exact_error"] is None
+            assert (plain[best]["exact_error"] < pruned[i]["exact_error_at_least"]
+                    <= plain[i]["exact_error"] + 1e-12)
+        else:
+            assert pruned[i]["status"] == "refined"
+            assert pruned[i]["exact_error"] == plain[i]["exact_error"]
+    assert sum(pruned_calls) <= sum(plain_calls)
+    if seed == 0:
+        assert sum(pruned_calls) < sum(plain_calls)  # this surface does prune
+
+
 def test_neighbours_on_a_ragged_grid_stay_connected():
     # gamma 1 has lam 0.1, 0.01, 0.001; gamma 2 has 0.05, 0.005 (interleaved lists)
     candidates = [{"gamma": 1.0, "lam": 0.1}, {"gamma": 1.0, "lam": 0.01},
@@ -154,7 +243,7 @@ def test_neighbours_on_a_ragged_grid_stay_connected():
         c.update(score=float(score), status="approximate", exact_error=None)
     errors = {0.1: 0.5, 0.01: 0.4, 0.001: 0.05, 0.05: 0.45, 0.005: 0.3}
 
-    def evaluate(gamma, lams):
+    def evaluate(gamma, lams, stop_above=None):
         return [{"error": errors[lam], "seconds": 0.0} for lam in lams]
 
     best, visited = refine_walk(candidates, 0, evaluate)
@@ -171,26 +260,57 @@ def test_refined_search_chooses_the_best_visited_svc_by_exact_refit_cv(data):
                         lams=lams, refine=False)
     result = grid_search(X, y, "svm", method="rff", folds=folds, features=20, gammas=GAMMAS,
                          lams=lams, refine=True)
-    # same feature-space scores; the walk starts at the feature-space winner
+    # same feature-space scores; the walk starts one ridge step from the winner
     assert [c["score"] for c in result.candidates] == [c["score"] for c in plain.candidates]
-    assert plain.best_index in result.refined
+    assert result.refined[0] == refine_module.ridge_start(result.candidates,
+                                                          plain.best_index)
     assert result.best_index in result.refined
-    refined = [result.candidates[i] for i in result.refined]
-    assert {c["status"] for c in refined} == {"refined"}
+    visited = [result.candidates[i] for i in result.refined]
+    refined = [c for c in visited if c["status"] == "refined"]
+    pruned = [c for c in visited if c["status"] == "pruned"]
+    assert len(refined) + len(pruned) == len(visited)
     assert result.best["exact_error"] == min(c["exact_error"] for c in refined)
     assert result.best_cv_error == result.best["exact_error"]
-    # the exact errors are those of SVC refits with C = 1 / (2 m lam) on the same folds
+    # the exact errors are those of SVC refits with C = 1 / (2 m lam) on the same folds;
+    # a pruned point's bound lies between the chosen error and its own full CV error
     m = int(np.sum(folds != 0))
-    for c in refined[:4]:
+    for c in refined[:4] + pruned:
         accuracy = cross_val_score(SVC(C=1 / (2 * m * c["lam"]), gamma=c["gamma"]), X, y,
                                    cv=PredefinedSplit(folds))
-        assert c["exact_error"] == pytest.approx(np.mean(1 - accuracy))
+        if c["status"] == "refined":
+            assert c["exact_error"] == pytest.approx(np.mean(1 - accuracy))
+        else:
+            assert c["exact_error"] is None
+            assert (result.best["exact_error"] < c["exact_error_at_least"]
+                    <= np.mean(1 - accuracy) + 1e-12)
     # no unvisited neighbour of the choice can be better (it was all evaluated)
     around = refine_module.neighbours(result.candidates)[result.best_index]
     assert set(around) <= set(result.refined)
     assert result.timings["refine_seconds"] > 0
     assert any("refined by exact refit CV of the final SVC" in note for note in result.notes)
     assert result.to_dict()["refined"] == result.refined
+
+
+def test_pruned_refits_leave_the_refined_choice_unchanged(data, monkeypatch):
+    X, y, folds = data
+    options = dict(method="rff", folds=folds, features=10, gammas=GAMMAS, Cs=CS,
+                   refine=True)
+    with_pruning = grid_search(X, y, "svm", **options)
+    from kernelcv.criteria import kernel_refit
+
+    full_refits = kernel_refit.svc_refit_cv
+
+    def never_stop(*args, stop_above=None, **kwargs):
+        return full_refits(*args, **kwargs)
+
+    monkeypatch.setattr(kernel_refit, "svc_refit_cv", never_stop)
+    without = grid_search(X, y, "svm", **options)
+    assert any(with_pruning.candidates[i]["status"] == "pruned"
+               for i in with_pruning.refined)  # this data set does prune
+    assert with_pruning.best_index == without.best_index
+    assert with_pruning.refined == without.refined
+    assert all(without.candidates[i]["status"] == "refined" for i in without.refined)
+    assert with_pruning.best_cv_error == without.best_cv_error
 
 
 def test_refinement_without_room_for_the_gram_matrix_gives_the_same_choice(data, monkeypatch):
@@ -319,7 +439,11 @@ def test_kernel_search_cv_uses_the_refined_choice(data):
     result = search.search_
     assert 0 < len(result.refined) <= 12
     exact = search.cv_results_["exact_test_score"]
-    assert np.sum(np.isfinite(exact)) == len(result.refined)
+    complete = [i for i in result.refined if result.candidates[i]["status"] == "refined"]
+    assert np.flatnonzero(np.isfinite(exact)).tolist() == sorted(complete)
+    # a pruned point has no exact score (nan) and its status says why
+    for i in set(result.refined) - set(complete):
+        assert search.cv_results_["status"][i] == "pruned" and np.isnan(exact[i])
     assert exact[search.best_index_] == np.nanmax(exact)
     assert search.best_params_["gamma"] == result.best["gamma"]
     assert search.best_score_ == pytest.approx(exact[search.best_index_])
@@ -357,3 +481,15 @@ def test_cli_refine_report_and_errors(tmp_path, capsys):
                      "--no-progress"])
         err = capsys.readouterr().err
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_edge_note_blames_the_features_only_before_an_exact_check():
+    from kernelcv.selection.feature_space import edge_notes
+
+    candidates = _grid_candidates(np.arange(9.0).reshape(3, 3))  # best: smallest gamma
+    (note,) = edge_notes(candidates, 0, 30)
+    assert "cannot resolve" in note and "D = 30" in note
+    candidates[0].update(status="refined", exact_error=0.1)
+    (note,) = edge_notes(candidates, 0, 30)
+    assert "cannot resolve" not in note and "exact refit CV" in note
+    assert edge_notes(candidates, 4, 30) == []  # the centre of the grid

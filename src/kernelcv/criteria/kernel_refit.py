@@ -19,7 +19,10 @@ that final machine on the search's folds, one gamma at a time, so that the refin
     (:func:`kernelcv.criteria.evaluate.evaluate_lam` with ``method="exact"``).
 
 Cost per (gamma, lam): t kernel fits on about n (t-1)/t points; the caller builds one
-Gram matrix per gamma (O(n^2) from cached distances).
+Gram matrix per gamma (O(n^2) from cached distances). The SVC refits can stop early once
+the folds done already put the CV error above a given bound (``stop_above``): the walk
+of the refinement needs only the points that beat its best one, and skips 5-10 % of its
+fits that way on the Raetsch sets (simulated on their exact per-fold errors).
 """
 
 from __future__ import annotations
@@ -32,16 +35,8 @@ import numpy as np
 SVC_CACHE_MB = 500
 
 
-def _fold_errors(predict, y, fold_ids):
-    """Per-fold 0-1 error of ``predict(fold) -> held-out labels``."""
-    t = int(fold_ids.max()) + 1
-    errors = np.empty(t)
-    for fold in range(t):
-        errors[fold] = np.mean(predict(fold) != y[fold_ids == fold])
-    return errors
-
-
-def svc_refit_cv(X, y, fold_ids, gamma: float, lams, K=None) -> list[dict]:
+def svc_refit_cv(X, y, fold_ids, gamma: float, lams, K=None, stop_above=None,
+                 average: str = "pooled") -> list[dict]:
     """Exact t-fold CV of ``SVC(C = 1/(2 m lam), gamma)`` for each lam (same folds).
 
     Parameters
@@ -52,33 +47,48 @@ def svc_refit_cv(X, y, fold_ids, gamma: float, lams, K=None) -> list[dict]:
     gamma : RBF width parameter (> 0).
     lams : lam values (> 0); ``C_fold = 1 / (2 m lam)`` with m the fold's training size.
     K : (n, n) Gram matrix of gamma on X, or None (LIBSVM computes kernel rows itself).
+    stop_above : float or None. Early stop: after each fold the CV error is at least
+        the sum of the folds done so far (``sum_j n_j e_j / n`` pooled, ``sum_j e_j / t``
+        by folds; the folds to come add >= 0); once that lower bound exceeds
+        ``stop_above`` the remaining folds are skipped. A caller that only needs the
+        points better than a known error (the refinement walk) loses nothing by it.
+    average : "pooled" or "folds": the average the bound of ``stop_above`` refers to.
 
     Returns
     -------
-    list of dict, one per lam in the given order: ``cv_error`` (pooled 0-1 error),
-    ``fold_errors``, ``seconds``.
+    list of dict, one per lam in the given order: ``cv_error`` (pooled 0-1 error; None
+    when stopped early), ``fold_errors`` (of the folds computed), ``seconds``, and for
+    an early stop ``pruned = True`` with ``error_at_least`` (the bound, in ``average``).
     """
     from sklearn.svm import SVC
 
     n = y.shape[0]
-    sizes = np.bincount(fold_ids)
+    t = int(fold_ids.max()) + 1
+    sizes = np.bincount(fold_ids, minlength=t)
+    weights = sizes / n if average == "pooled" else np.full(t, 1.0 / t)
     records = []
     for lam in lams:
         start = time.perf_counter()
-
-        def predict(fold, lam=lam):
+        errors, bound = [], 0.0
+        for fold in range(t):
             train = fold_ids != fold
             C = 1.0 / (2.0 * train.sum() * lam)
             if K is not None:
                 svc = SVC(C=C, kernel="precomputed").fit(K[np.ix_(train, train)], y[train])
-                return svc.predict(K[np.ix_(~train, train)])
-            svc = SVC(C=C, gamma=gamma, kernel="rbf", cache_size=SVC_CACHE_MB)
-            return svc.fit(X[train], y[train]).predict(X[~train])
-
-        errors = _fold_errors(predict, y, fold_ids)
-        records.append({"cv_error": float(errors @ sizes / n),
-                        "fold_errors": [float(e) for e in errors],
-                        "seconds": time.perf_counter() - start})
+                predicted = svc.predict(K[np.ix_(~train, train)])
+            else:
+                svc = SVC(C=C, gamma=gamma, kernel="rbf", cache_size=SVC_CACHE_MB)
+                predicted = svc.fit(X[train], y[train]).predict(X[~train])
+            errors.append(float(np.mean(predicted != y[~train])))
+            bound += weights[fold] * errors[-1]
+            if stop_above is not None and fold + 1 < t and bound > stop_above + 1e-12:
+                break
+        record = {"fold_errors": errors, "seconds": time.perf_counter() - start}
+        if len(errors) < t:
+            record.update(cv_error=None, pruned=True, error_at_least=float(bound))
+        else:
+            record["cv_error"] = float(np.asarray(errors) @ sizes / n)
+        records.append(record)
     return records
 
 

@@ -15,7 +15,12 @@ FEATURE_LOSSES = {"svm": "squared_hinge", "l2svm": "squared_hinge", "lssvm": "sq
                   "krr": "square"}
 
 def edge_notes(candidates, best_index, features):
-    """A warning when the random-feature choice lies on the edge of the grid."""
+    """A warning when the random-feature choice lies on the edge of the grid.
+
+    At the smallest gamma the feature-space CV is suspect (D features cannot resolve
+    narrow kernels, so a nearly linear model wins): the note says so, unless the choice
+    was confirmed by exact refit CV (status ``refined``), where only the grid is to blame.
+    """
     best = candidates[best_index]
     gammas = [c["gamma"] for c in candidates]
     lams = [c["lam"] for c in candidates]
@@ -27,13 +32,16 @@ def edge_notes(candidates, best_index, features):
     if not edges:
         return []
     note = f"the chosen {' and '.join(edges)} lie(s) on the edge of the grid"
-    if best["gamma"] == min(gammas) and len(set(gammas)) > 1:
+    if (best["gamma"] == min(gammas) and len(set(gammas)) > 1
+            and best.get("status") != "refined"):
         return [f"{note}: with D = {features} features a nearly linear model (smallest "
                 "gamma) often wins because the features cannot resolve narrower kernels; "
                 "try more features (e.g. --features 300 --feature-loss square) before "
                 "trusting it"]
-    return [f"{note}; consider extending the grid (the exact SVC fit at a large C can be "
-            "slow)"]
+    checked = (" (by the exact refit CV of the refinement)"
+               if best.get("status") == "refined" else "")
+    return [f"{note}{checked}; consider extending the grid (the exact SVC fit at a large C "
+            "can be slow)"]
 
 
 def feature_notes(config, n):
