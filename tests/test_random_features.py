@@ -350,3 +350,21 @@ def test_edge_of_grid_note_and_parallel_workers_agree(data):
                         Cs=[best["C"] / 4, best["C"], best["C"] * 4])
     if inner.best["gamma"] == best["gamma"] and inner.best["C"] == best["C"]:
         assert not any("edge of the grid" in note for note in inner.notes)
+
+
+def test_newton_system_solver_falls_back_when_not_positive_definite():
+    from kernelcv.criteria.random_features import _solve_spd
+
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((30, 8))
+    b = rng.standard_normal(8)
+    spd = A.T @ A + 0.1 * np.eye(8)  # Cholesky
+    np.testing.assert_allclose(_solve_spd(spd, b), np.linalg.solve(spd, b), rtol=1e-10)
+    indefinite = spd - 5.0 * np.eye(8) * np.linalg.eigvalsh(spd).max()  # LU
+    np.testing.assert_allclose(_solve_spd(indefinite, b), np.linalg.solve(indefinite, b),
+                               rtol=1e-10)
+    singular = np.zeros((8, 8))
+    singular[0, 0] = 2.0  # least squares: the minimum-norm solution
+    expected = np.zeros(8)
+    expected[0] = b[0] / 2.0
+    np.testing.assert_allclose(_solve_spd(singular, b), expected, atol=1e-12)

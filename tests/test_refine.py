@@ -464,6 +464,17 @@ def test_cli_refine_report_and_errors(tmp_path, capsys):
                  "--no-progress"])
     out = capsys.readouterr().out
     assert code == 0 and "candidates by exact refit CV" in out
+    assert "refinement)" in out and "safeguards" not in out  # rff has no safeguards
+    code = main(["select", str(path), "--machine", "svm", "--method", "rff", "--features",
+                 "20", "--folds", "4", *grid, "--refine", "on", "--no-progress", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    statuses = [report["candidates"][i]["status"] for i in report["refined"]]
+    assert code == 0 and set(statuses) <= {"refined", "pruned"}
+    for i in report["refined"]:  # the JSON report carries the bound of a pruned point
+        c = report["candidates"][i]
+        assert (c["exact_error"] is None) == (c["status"] == "pruned")
+        if c["status"] == "pruned":
+            assert c["exact_error_at_least"] > report["best_cv_error"]
     code = main(["select", str(path), "--machine", "svm", "--method", "rff", "--features",
                  "20", "--folds", "4", *grid, "--refine", "on", "--refine-evals", "2",
                  "--no-progress", "--json"])
@@ -493,3 +504,32 @@ def test_edge_note_blames_the_features_only_before_an_exact_check():
     (note,) = edge_notes(candidates, 0, 30)
     assert "cannot resolve" not in note and "exact refit CV" in note
     assert edge_notes(candidates, 4, 30) == []  # the centre of the grid
+
+
+@pytest.mark.parametrize("with_gram", [True, False])
+def test_threaded_folds_give_the_same_refit_cv_and_bound(data, with_gram):
+    X, y, folds = data
+    gamma, lams = 0.2, [1e-3, 3e-2]
+    K = GramFactory(X).gram(make_kernel("rbf", gamma)) if with_gram else None
+    serial = svc_refit_cv(X, y, folds, gamma, lams, K)
+    threaded = svc_refit_cv(X, y, folds, gamma, lams, K, n_jobs=2)
+    assert threaded == [{**a, "seconds": b["seconds"]}
+                        for a, b in zip(serial, threaded, strict=True)]
+    # the early stop is checked after each chunk of 2 folds: all folds of a chunk count
+    errors = np.asarray(serial[1]["fold_errors"])
+    assert np.all(errors[:2] > 0)
+    stopped = svc_refit_cv(X, y, folds, gamma, lams[1:], K, stop_above=errors[0] / 5 / 2,
+                           n_jobs=2)[0]
+    assert stopped["pruned"] and stopped["fold_errors"] == list(errors[:2])
+    assert stopped["error_at_least"] == pytest.approx(errors[:2].sum() / 5)
+
+
+def test_search_with_n_jobs_refines_the_same_way(data):
+    X, y, folds = data
+    options = dict(method="rff", folds=folds, features=10, gammas=GAMMAS, Cs=CS,
+                   refine=True)
+    serial = grid_search(X, y, "svm", **options)
+    threaded = grid_search(X, y, "svm", n_jobs=2, backend="threading", **options)
+    assert threaded.best_index == serial.best_index
+    assert threaded.refined == serial.refined  # the walk does not depend on the chunks
+    assert threaded.best["exact_error"] == serial.best["exact_error"]

@@ -261,8 +261,10 @@ def render(report, top=DEFAULT_TOP):
         ("folds", f"{report['folds']}  (from {report['fold_ids']})" if report.get("fold_ids")
          else f"{report['folds']}  (shuffled, seed {report.get('seed')})"),
         ("candidates", f"{n_candidates}  ({_seconds(timings['total_seconds'])} total, "
-                       f"{_seconds(timings['search_seconds'])} search, "
-                       f"{_seconds(timings['confirm_seconds'])} safeguards)"),
+                       f"{_seconds(timings['search_seconds'])} search, " + (
+                           f"{_seconds(timings['refine_seconds'])} refinement)"
+                           if report["method"] == "rff" else
+                           f"{_seconds(timings['confirm_seconds'])} safeguards)")),
         ("best", "  ".join(f"{k}={_num(v)}" for k, v in best.items() if k != "kernel")),
         ("best CV error", f"{_num(report['best_cv_error'])}  ({metric})"),
     ]
@@ -278,8 +280,10 @@ def render(report, top=DEFAULT_TOP):
         rows.append(("confirmed", f"{len(report['confirmed'])} best candidates by exact "
                                   "refit CV"))
     if report.get("refined"):
-        rows.append(("refined", f"{len(report['refined'])} candidates by exact refit CV "
-                                f"({_seconds(timings['refine_seconds'])})"))
+        pruned = sum(report["candidates"][i]["status"] == "pruned" for i in report["refined"])
+        rows.append(("refined", f"{len(report['refined'])} candidates by exact refit CV"
+                                + (f", {pruned} of them stopped early" if pruned else "")
+                                + f" ({_seconds(timings['refine_seconds'])})"))
     if report.get("rechecked"):
         rows.append(("rechecked", f"{len(report['rechecked'])} degenerate candidates by "
                                   "exact refit CV"))

@@ -28,6 +28,8 @@ fits that way on the Raetsch sets (simulated on their exact per-fold errors).
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -36,7 +38,7 @@ SVC_CACHE_MB = 500
 
 
 def svc_refit_cv(X, y, fold_ids, gamma: float, lams, K=None, stop_above=None,
-                 average: str = "pooled") -> list[dict]:
+                 average: str = "pooled", n_jobs: int = 1) -> list[dict]:
     """Exact t-fold CV of ``SVC(C = 1/(2 m lam), gamma)`` for each lam (same folds).
 
     Parameters
@@ -53,6 +55,10 @@ def svc_refit_cv(X, y, fold_ids, gamma: float, lams, K=None, stop_above=None,
         ``stop_above`` the remaining folds are skipped. A caller that only needs the
         points better than a known error (the refinement walk) loses nothing by it.
     average : "pooled" or "folds": the average the bound of ``stop_above`` refers to.
+    n_jobs : folds fitted at once, in threads (LIBSVM releases the GIL: 1.6x faster with
+        2 threads on 2 cores, measured on image at C = 2^15); the early stop is then
+        checked after each chunk of ``n_jobs`` folds. Each thread holds its fold's block
+        of K.
 
     Returns
     -------
@@ -66,29 +72,39 @@ def svc_refit_cv(X, y, fold_ids, gamma: float, lams, K=None, stop_above=None,
     t = int(fold_ids.max()) + 1
     sizes = np.bincount(fold_ids, minlength=t)
     weights = sizes / n if average == "pooled" else np.full(t, 1.0 / t)
-    records = []
-    for lam in lams:
-        start = time.perf_counter()
-        errors, bound = [], 0.0
-        for fold in range(t):
-            train = fold_ids != fold
-            C = 1.0 / (2.0 * train.sum() * lam)
-            if K is not None:
-                svc = SVC(C=C, kernel="precomputed").fit(K[np.ix_(train, train)], y[train])
-                predicted = svc.predict(K[np.ix_(~train, train)])
-            else:
-                svc = SVC(C=C, gamma=gamma, kernel="rbf", cache_size=SVC_CACHE_MB)
-                predicted = svc.fit(X[train], y[train]).predict(X[~train])
-            errors.append(float(np.mean(predicted != y[~train])))
-            bound += weights[fold] * errors[-1]
-            if stop_above is not None and fold + 1 < t and bound > stop_above + 1e-12:
-                break
-        record = {"fold_errors": errors, "seconds": time.perf_counter() - start}
-        if len(errors) < t:
-            record.update(cv_error=None, pruned=True, error_at_least=float(bound))
+    workers = max(1, min(int(n_jobs), t))
+
+    def fold_error(fold, lam):
+        train = fold_ids != fold
+        C = 1.0 / (2.0 * train.sum() * lam)
+        if K is not None:
+            svc = SVC(C=C, kernel="precomputed").fit(K[np.ix_(train, train)], y[train])
+            predicted = svc.predict(K[np.ix_(~train, train)])
         else:
-            record["cv_error"] = float(np.asarray(errors) @ sizes / n)
-        records.append(record)
+            svc = SVC(C=C, gamma=gamma, kernel="rbf", cache_size=SVC_CACHE_MB)
+            predicted = svc.fit(X[train], y[train]).predict(X[~train])
+        return float(np.mean(predicted != y[~train]))
+
+    records = []
+    with ThreadPoolExecutor(workers) if workers > 1 else nullcontext() as pool:
+        for lam in lams:
+            start = time.perf_counter()
+            errors, bound = [], 0.0
+            for first in range(0, t, workers):  # a chunk of folds, one per worker
+                chunk = range(first, min(first + workers, t))
+                if pool is None:
+                    errors.extend(fold_error(fold, lam) for fold in chunk)
+                else:
+                    errors.extend(pool.map(lambda fold, lam=lam: fold_error(fold, lam), chunk))
+                bound = float(np.asarray(errors) @ weights[:len(errors)])
+                if stop_above is not None and len(errors) < t and bound > stop_above + 1e-12:
+                    break
+            record = {"fold_errors": errors, "seconds": time.perf_counter() - start}
+            if len(errors) < t:
+                record.update(cv_error=None, pruned=True, error_at_least=bound)
+            else:
+                record["cv_error"] = float(np.asarray(errors) @ sizes / n)
+            records.append(record)
     return records
 
 

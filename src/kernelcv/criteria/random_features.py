@@ -187,10 +187,7 @@ def squared_hinge_fit(Z, y, lam, w0=None, c0=0.0, tol=1e-8, max_iter=100, state=
         H = _active_gram(Z, active, state)[:size_, :size_] * (2.0 / m)
         H[np.diag_indices(size_)] += reg[:size_]
         step = np.zeros(D + 1)
-        try:
-            step[:size_] = np.linalg.solve(H, -grad[:size_])
-        except np.linalg.LinAlgError:
-            step[:size_] = np.linalg.lstsq(H, -grad[:size_], rcond=None)[0]
+        step[:size_] = _solve_spd(H, -grad[:size_])
         df = Z @ step[:D] + step[D]
         size = _line_search(y * f, y * df, w, step[:D], lam, m)
         w = w + size * step[:D]
@@ -200,6 +197,24 @@ def squared_hinge_fit(Z, y, lam, w0=None, c0=0.0, tol=1e-8, max_iter=100, state=
     grad_inf = max(np.max(np.abs(-(2.0 / m) * (Z.T @ (y * r)) + 2.0 * lam * w)),
                    abs((2.0 / m) * np.sum(y * r)) if fit_intercept else 0.0)
     return w, c, max_iter, bool(grad_inf <= tol)
+
+
+def _solve_spd(H, b):
+    """Solve the symmetric positive definite Newton system H x = b.
+
+    Cholesky (LAPACK ``posv``: about half the time of ``numpy.linalg.solve``'s LU on a
+    101 x 101 system, which the search solves thousands of times); a system that is not
+    numerically positive definite falls back to LU, then to least squares.
+    """
+    from scipy.linalg.lapack import dposv
+
+    _, x, info = dposv(H, b)
+    if info == 0:
+        return x
+    try:
+        return np.linalg.solve(H, b)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(H, b, rcond=None)[0]
 
 
 def _augmented_gram(rows):
@@ -224,10 +239,10 @@ def _active_gram(Z, active, state):
                 S = S + _augmented_gram(Z[entered]) - _augmented_gram(Z[left])
                 state["updates"] = state.get("updates", 0) + 1
             state.update(active=active, gram=S)
-            return S.copy()
+            return S  # callers must not modify it in place
     S = _augmented_gram(Z[active])
     state.update(active=active, gram=S, updates=0)
-    return S.copy()
+    return S
 
 
 def _line_search(margin, dmargin, w, dw, lam, m, iterations=30):

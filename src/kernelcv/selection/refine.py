@@ -44,8 +44,13 @@ REFINE_AUTO_LIMIT = 5000
 # Default budget of exact refit CVs for one refinement.
 REFINE_MAX_EVALS = 30
 # Dense n x n matrices the refits hold: the distances, one Gram matrix and a fold's block
-# (svm with a precomputed kernel), or the Gram matrices and the solver's work (kernelcv).
+# per worker thread (svm with a precomputed kernel), or the Gram matrices and the solver's
+# work (kernelcv).
 _MATRICES = {"svm": 3.0, "other": 3.5}
+
+
+def _svm_matrices(workers: int) -> float:
+    return _MATRICES["svm"] + max(workers, 1) - 1
 
 
 def check_refine(refine, max_evals):
@@ -141,20 +146,22 @@ class RefitEvaluator:
     X, y, fold_ids : the search's data (labels +-1 for classifiers) and folds.
     config : the search configuration (machine and its options, memory budget).
     average : "pooled" or "folds" (see :func:`kernelcv.selection.search.grid_search`).
+    workers : threads fitting the folds of one SVC refit CV at once (svm only).
     """
 
-    def __init__(self, X, y, fold_ids, config, average="pooled"):
+    def __init__(self, X, y, fold_ids, config, average="pooled", workers=1):
         from ..kernels import GramFactory
 
         self.X, self.y, self.fold_ids = X, y, fold_ids
-        self.config, self.average = config, average
+        self.config, self.average, self.workers = config, average, max(int(workers), 1)
         self.machine = config["machine"]
         n = y.shape[0]
         budget = config["memory_budget"]
         self.factory, self._gram_gamma, self._gram_cache = None, None, None
         try:
-            check_dense_budget(n, n, _MATRICES["svm" if self.machine == "svm" else "other"],
-                               "", budget)
+            matrices = (_svm_matrices(self.workers) if self.machine == "svm"
+                        else _MATRICES["other"])
+            check_dense_budget(n, n, matrices, "", budget)
             self.factory = GramFactory(X, memory_budget=budget)
         except MemoryBudgetError:
             if self.machine != "svm":
@@ -174,7 +181,8 @@ class RefitEvaluator:
         setup = (time.perf_counter() - tic) / len(lams)
         if self.machine == "svm":
             records = svc_refit_cv(self.X, self.y, self.fold_ids, gamma, lams, K,
-                                   stop_above=stop_above, average=self.average)
+                                   stop_above=stop_above, average=self.average,
+                                   n_jobs=self.workers)
         else:
             records = machine_refit_cv(K, self.y, self.fold_ids, lams,
                                        machine_from_config(self.config))
@@ -288,8 +296,10 @@ def check_refine_memory(refine, machine: str, n: int, memory_budget=None):
 
 
 def refine_search(X, y, fold_ids, candidates, start, config, average, refine, max_evals,
-                  progress=None) -> tuple[int, list[int], list[str]]:
+                  progress=None, workers=1) -> tuple[int, list[int], list[str]]:
     """Run the refinement of a feature-space search when wanted; see the module docstring.
+
+    ``workers``: threads for the folds of each SVC refit CV (the search's ``n_jobs``).
 
     Returns the chosen index (``start`` when not refined), the visited indices and notes.
     """
@@ -306,7 +316,7 @@ def refine_search(X, y, fold_ids, candidates, start, config, average, refine, ma
         return start, [], [
             f"the choice was not refined: the exact {machine} refits need dense {n} x {n} "
             "matrices beyond the memory budget"]
-    evaluate = RefitEvaluator(X, y, fold_ids, config, average)
+    evaluate = RefitEvaluator(X, y, fold_ids, config, average, workers)
     best, visited = refine_walk(candidates, ridge_start(candidates, start), evaluate,
                                 max_evals, progress)
     final = "SVC" if machine == "svm" else machine

@@ -205,12 +205,14 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         that is an integer, else 0), so the search is reproducible even with given fold
         ids; it is reported and part of the checkpoint fingerprint.
     refine, refine_evals : ``rff`` only: check the feature-space choice by exact refit CV
-        of the final kernel machine (SVC for svm) -- walk from it to the best of its 4 grid
-        neighbours until none is better, at most ``refine_evals`` (default 30) refit CVs
-        (:mod:`kernelcv.selection.refine`). ``"auto"`` (default) refines up to 5,000
-        samples; True always (kernelcv machines: refused when the dense refits exceed the
-        memory budget); False never. The visited candidates get ``exact_error`` and status
-        ``refined``; the choice is the best of them by exact error.
+        of the final kernel machine (SVC for svm) -- walk from one step along the gamma C
+        ridge from it to the best of its 4 grid neighbours until none is better, at most
+        ``refine_evals`` (default 30) refit CVs (:mod:`kernelcv.selection.refine`; with
+        ``n_jobs`` > 1 the folds of each SVC refit CV run in that many threads).
+        ``"auto"`` (default) refines up to 5,000 samples; True always (kernelcv machines:
+        refused when the dense refits exceed the memory budget); False never. The visited
+        candidates get status ``refined`` and an ``exact_error``, or ``pruned`` (stopped
+        early, ``exact_error_at_least``); the choice is the best of them by exact error.
 
     Returns
     -------
@@ -375,7 +377,7 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     if method == "rff":
         best_index, refined, refine_notes = refine_search(
             X, y, fold_ids, candidates, best_index, config, average, refine, refine_evals,
-            progress)
+            progress, workers=_n_workers(n_jobs, backend, scheduler))
         notes.extend(refine_notes)
         notes.extend(edge_notes(candidates, best_index, config["features"]))
         notes.extend(feature_notes(config, n))
