@@ -21,8 +21,8 @@ that final machine on the search's folds, one gamma at a time, so that the refin
 Cost per (gamma, lam): t kernel fits on about n (t-1)/t points; the caller builds one
 Gram matrix per gamma (O(n^2) from cached distances). The SVC refits can stop early once
 the folds done already put the CV error above a given bound (``stop_above``): the walk
-of the refinement needs only the points that beat its best one, and saves 1-20 % of its refit time
-that way on the Raetsch sets (simulated on their exact per-fold errors).
+of the refinement needs only the points that beat its best one, and saves 1-20 % of
+its refit time that way on the Raetsch sets (simulated on their exact per-fold errors).
 """
 
 from __future__ import annotations
