@@ -533,3 +533,17 @@ def test_search_with_n_jobs_refines_the_same_way(data):
     assert threaded.best_index == serial.best_index
     assert threaded.refined == serial.refined  # the walk does not depend on the chunks
     assert threaded.best["exact_error"] == serial.best["exact_error"]
+
+
+def test_refit_threads_are_capped_at_the_folds_and_the_table_shows_bounds(data):
+    from kernelcv._cli_select import _exact
+    from kernelcv.selection.refine import RefitEvaluator
+
+    X, y, folds = data  # 200 samples, 5 folds
+    config = {"machine": "svm", "memory_budget": 200 * 200 * 8 * 7.5}  # room for 7 n x n
+    evaluator = RefitEvaluator(X, y, folds, config, workers=16)
+    assert evaluator.workers == 5  # 16 threads would never run: 5 folds
+    assert evaluator.factory is not None  # 2 + 5 matrices fit the budget, 18 would not
+    assert _exact({"exact_error": None, "exact_error_at_least": 0.25}) == ">=0.25"
+    assert _exact({"exact_error": 0.125}) == _exact({"exact_error": 0.125,
+                                                     "exact_error_at_least": None})

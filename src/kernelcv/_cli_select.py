@@ -296,6 +296,13 @@ def render(report, top=DEFAULT_TOP):
     return "\n".join(lines)
 
 
+def _exact(candidate):
+    """The exact CV error, or its bound for a refit stopped early (status pruned)."""
+    if candidate["exact_error"] is None and candidate.get("exact_error_at_least") is not None:
+        return f">={_num(candidate['exact_error_at_least'])}"
+    return _num(candidate["exact_error"])
+
+
 def _table(report, param, top):
     ranked = sorted(report["candidates"], key=lambda c: (c["rank"], c["setting"], c["lam"]))
     best_index = report["best_index"]
@@ -308,7 +315,7 @@ def _table(report, param, top):
     for c in shown:
         mark = "*" if c is chosen else ""
         body.append([f"{c['rank']}{mark}", _num(c[param]) if param else c["kernel"],
-                     _num(c["lam"]), _num(c["score"]), _num(c["exact_error"]), c["status"],
+                     _num(c["lam"]), _num(c["score"]), _exact(c), c["status"],
                      _seconds(c["seconds"])])
     widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(f"{h:>{w}}" for h, w in zip(header, widths, strict=True))]

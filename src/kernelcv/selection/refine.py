@@ -153,7 +153,9 @@ class RefitEvaluator:
         from ..kernels import GramFactory
 
         self.X, self.y, self.fold_ids = X, y, fold_ids
-        self.config, self.average, self.workers = config, average, max(int(workers), 1)
+        self.config, self.average = config, average
+        # threads beyond the number of folds would never run (svc_refit_cv caps them)
+        self.workers = min(max(int(workers), 1), int(fold_ids.max()) + 1)
         self.machine = config["machine"]
         n = y.shape[0]
         budget = config["memory_budget"]
@@ -237,9 +239,9 @@ def refine_walk(candidates, start: int, evaluate, max_evals=REFINE_MAX_EVALS,
         so far: a point whose first folds already exceed it cannot be chosen, nor be
         moved to, so its remaining folds may be skipped (record ``pruned``,
         ``error_at_least``). The walk and its result are the same as without it.
-    max_evals : at most this many exact refit CVs (pruned ones included); when the
-        budget cuts a neighbourhood, the points with the best feature-space scores are
-        evaluated first.
+    max_evals : at most this many exact refit CVs (pruned ones included). In each
+        neighbourhood the current point goes first, then the others by feature-space
+        score, so a budget cut keeps the best-scored ones.
     progress : callable ``progress("refine", done, max_evals)``.
 
     Returns
@@ -317,11 +319,13 @@ def refine_search(X, y, fold_ids, candidates, start, config, average, refine, ma
             f"the choice was not refined: the exact {machine} refits need dense {n} x {n} "
             "matrices beyond the memory budget"]
     evaluate = RefitEvaluator(X, y, fold_ids, config, average, workers)
-    best, visited = refine_walk(candidates, ridge_start(candidates, start), evaluate,
-                                max_evals, progress)
+    first = ridge_start(candidates, start)
+    best, visited = refine_walk(candidates, first, evaluate, max_evals, progress)
     final = "SVC" if machine == "svm" else machine
+    where = ("one step along the gamma C ridge from the feature-space choice"
+             if first != start else "the feature-space choice (a corner of the grid)")
     note = (f"refined by exact refit CV of the final {final}: {len(visited)} grid points "
-            "visited from one step along the gamma C ridge from the feature-space choice")
+            f"visited from {where}")
     pruned = [i for i in visited if candidates[i]["status"] == "pruned"]
     if pruned:
         note += (f" ({len(pruned)} of them stopped early, once their first folds exceeded "

@@ -54,8 +54,9 @@ class SearchResult:
     candidates : list of dict
         One per (setting, lam) in grid order: the kernel parameters, ``lam``, ``score``
         (the criterion's value, after degenerate re-checks), ``cv_error``, ``exact_error``
-        (when refit), ``status`` (``exact`` | ``approximate`` | ``rechecked`` |
-        ``confirmed`` | ``refined``), ``rank``, timings and notes.
+        (when refit on all folds), ``status`` (``exact`` | ``approximate`` | ``rechecked``
+        | ``confirmed`` | ``refined`` | ``pruned``: an rff refinement stopped its refit
+        early, with ``exact_error_at_least``), ``rank``, timings and notes.
     best_index : index of the chosen candidate.
     """
 

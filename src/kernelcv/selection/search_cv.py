@@ -109,15 +109,16 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``split<k>_test_score``, ``mean_test_score``, ``std_test_score``,
         ``rank_test_score``, ``mean_fit_time`` (seconds of each candidate's evaluation),
         plus ``method``, ``order_used``, ``n_folds``, ``status``, ``degenerate`` and
-        ``exact_test_score`` (NaN where no exact refit was made).
+        ``exact_test_score`` (NaN where no exact refit was made, or where an rff
+        refinement stopped it early: status ``pruned``).
     search_ : the underlying :class:`kernelcv.selection.search.SearchResult`.
 
     Notes
     -----
     With ``method="rff"`` the default grid is Feng & Liao's (gamma = 2^-15, 2^-13..2^9,
     lam = 1/(2 n C) for C = 2^-5, 2^-3..2^15); the refined candidates carry exact scores
-    (``exact_test_score``; for svm those of scikit-learn's SVC) and the choice is the best
-    of them.
+    (``exact_test_score``; for svm those of scikit-learn's SVC; NaN for the ``pruned``
+    ones, which cannot be the best) and the choice is the best of them.
     Scores are averaged over folds without weights, as in GridSearchCV. Fold-out models
     keep the same lam (the objective is normalised by the number of training points), so
     with ``method="exact"`` the choice equals ``GridSearchCV`` over the same estimator
