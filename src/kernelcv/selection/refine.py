@@ -43,14 +43,29 @@ from ..memory import check_dense_budget
 REFINE_AUTO_LIMIT = 5000
 # Default budget of exact refit CVs for one refinement.
 REFINE_MAX_EVALS = 30
-# Dense n x n matrices the refits hold: the distances, one Gram matrix and a fold's block
-# per worker thread (svm with a precomputed kernel), or the Gram matrices and the solver's
-# work (kernelcv).
-_MATRICES = {"svm": 3.0, "other": 3.5}
 
 
-def _svm_matrices(workers: int) -> float:
-    return _MATRICES["svm"] + max(workers, 1) - 1
+def refit_matrices(machine: str, workers: int = 1) -> float:
+    """Dense n x n matrices the exact refits hold at once.
+
+    SVC with a precomputed kernel: the distances, one Gram matrix and a fold's block per
+    worker thread (2 + workers). kernelcv machines: the Gram matrices and the solver's
+    work (3.5).
+    """
+    return 2.0 + max(workers, 1) if machine == "svm" else 3.5
+
+
+def dense_refits_fit(machine: str, n: int, memory_budget=None, workers: int = 1) -> bool:
+    """Whether the dense refits of :func:`refit_matrices` fit the memory budget.
+
+    When they do not, SVC refits go on without n x n matrices (LIBSVM computes kernel
+    rows itself), the kernelcv machines cannot refine.
+    """
+    try:
+        check_dense_budget(n, n, refit_matrices(machine, workers), "", memory_budget)
+    except MemoryBudgetError:
+        return False
+    return True
 
 
 def check_refine(refine, max_evals):
@@ -157,17 +172,14 @@ class RefitEvaluator:
         # threads beyond the number of folds would never run (svc_refit_cv caps them)
         self.workers = min(max(int(workers), 1), int(fold_ids.max()) + 1)
         self.machine = config["machine"]
-        n = y.shape[0]
         budget = config["memory_budget"]
         self.factory, self._gram_gamma, self._gram_cache = None, None, None
-        try:
-            matrices = (_svm_matrices(self.workers) if self.machine == "svm"
-                        else _MATRICES["other"])
-            check_dense_budget(n, n, matrices, "", budget)
+        if dense_refits_fit(self.machine, y.shape[0], budget, self.workers):
             self.factory = GramFactory(X, memory_budget=budget)
-        except MemoryBudgetError:
-            if self.machine != "svm":
-                raise
+        elif self.machine != "svm":
+            raise MemoryBudgetError(f"the exact {self.machine} refits need dense "
+                                    f"{y.shape[0]} x {y.shape[0]} matrices beyond the "
+                                    "memory budget")
 
     def __call__(self, gamma: float, lams, stop_above=None) -> list[dict]:
         """Records (``error``, ``seconds``, ...) of the exact refit CV of each lam.
@@ -209,17 +221,6 @@ class RefitEvaluator:
             self._gram_cache = self.factory.gram(make_kernel("rbf", gamma))
             self._gram_gamma = gamma
         return self._gram_cache
-
-
-def refine_memory_ok(machine: str, n: int, memory_budget=None) -> bool:
-    """Whether the refits fit the budget (svm always: LIBSVM can do without n x n)."""
-    if machine == "svm":
-        return True
-    try:
-        check_dense_budget(n, n, _MATRICES["other"], "", memory_budget)
-    except MemoryBudgetError:
-        return False
-    return True
 
 
 def refine_walk(candidates, start: int, evaluate, max_evals=REFINE_MAX_EVALS,
@@ -292,7 +293,7 @@ def refine_walk(candidates, start: int, evaluate, max_evals=REFINE_MAX_EVALS,
 def check_refine_memory(refine, machine: str, n: int, memory_budget=None):
     """Refuse ``refine=True`` up front when the kernelcv refits exceed the memory budget."""
     if refine is True and machine != "svm":
-        check_dense_budget(n, n, _MATRICES["other"],
+        check_dense_budget(n, n, refit_matrices(machine),
                            f"the exact {machine} refits of refine=True on {n} samples",
                            memory_budget)
 
@@ -314,7 +315,7 @@ def refine_search(X, y, fold_ids, candidates, start, config, average, refine, ma
                 f"{REFINE_AUTO_LIMIT} samples, where each exact refit CV costs t kernel "
                 "fits; refine=True (--refine on) walks the grid from it by exact CV"]
         return start, [], []
-    if not refine_memory_ok(machine, n, config["memory_budget"]):
+    if machine != "svm" and not dense_refits_fit(machine, n, config["memory_budget"]):
         return start, [], [
             f"the choice was not refined: the exact {machine} refits need dense {n} x {n} "
             "matrices beyond the memory budget"]
