@@ -18,16 +18,16 @@ choice where the exact refits are affordable:
 
 A neighbour only matters if it beats the best point so far, so its SVC refits stop
 after the fold that already puts its CV error above that best (status ``pruned``): the
-walk and its result are unchanged, and 1-20 % of the refit time is saved (simulated on the
-exact per-fold errors of image, splice, ringnorm and waveform).
+walk and its result are unchanged, and 1-20 % of the refit time is saved (simulated on
+the exact per-fold errors of image, splice, ringnorm and waveform).
 
 The last Gram matrix is kept for the next point of the same gamma (SVC: when the memory
 budget allows, else LIBSVM computes kernel rows itself). Cost: one exact t-fold CV (t
-kernel fits) per visited point, a small fraction of the 143 points of a full exact grid search; the
-compass walk needed about 40 % fewer refits than one over all 8 neighbours, with the same
-test accuracy on ringnorm, splice and waveform (simulated on the exact CV surfaces of 3-5
-splits each). It grows like the kernel fits (O(n^2) or worse), not linearly: the search
-refines automatically only up to :data:`REFINE_AUTO_LIMIT` samples.
+kernel fits) per visited point, a small fraction of the 143 points of a full exact grid
+search; the compass walk needed about 40 % fewer refits than one over all 8 neighbours,
+with the same test accuracy on ringnorm, splice and waveform (simulated on the exact CV
+surfaces of 3-5 splits each). It grows like the kernel fits (O(n^2) or worse), not
+linearly: the search refines automatically only up to :data:`REFINE_AUTO_LIMIT` samples.
 """
 
 from __future__ import annotations
