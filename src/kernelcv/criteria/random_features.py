@@ -204,7 +204,9 @@ def _solve_spd(H, b):
 
     Cholesky (LAPACK ``posv``: about half the time of ``numpy.linalg.solve``'s LU on a
     101 x 101 system, which the search solves thousands of times); a system that is not
-    numerically positive definite falls back to LU, then to least squares.
+    numerically positive definite falls back to LU, then to least squares. Not
+    :func:`kernelcv.machines.solver.cholesky_with_jitter`: a jitter would change the
+    Newton step, and ``cho_factor`` + ``cho_solve`` cost 1.5x one ``posv`` call here.
     """
     from scipy.linalg.lapack import dposv
 
