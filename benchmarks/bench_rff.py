@@ -39,7 +39,7 @@ from sklearn.svm import SVC
 from kernelcv import grid_search
 from kernelcv.criteria.random_features import c_to_lam, paper_cs, paper_gammas
 from kernelcv.datasets import load_data, load_train_test
-from kernelcv.selection.tasks import fit_final
+from kernelcv.selection.final import fit_final
 from kernelcv.validation import make_folds
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"

@@ -26,7 +26,7 @@ from kernelcv.criteria.random_features import (
 from kernelcv.datasets import load_data, load_train_test, make_synthetic
 from kernelcv.exceptions import KernelCVError
 from kernelcv.features import FeatureMap, LinearFeatureModel
-from kernelcv.selection import tasks
+from kernelcv.selection import final
 from kernelcv.selection.search import grid_search
 from kernelcv.validation import make_folds
 
@@ -298,10 +298,10 @@ def test_final_auto_keeps_linear_model_beyond_the_limit(data, monkeypatch):
     X, y = data
     result = grid_search(X, y, "svm", method="rff", folds=3, features=20, gammas=[0.1],
                          Cs=[1.0])
-    monkeypatch.setattr(tasks, "FINAL_KERNEL_LIMIT", 100)
-    model, kind, notes = tasks.fit_final(X, y, result, "auto")
+    monkeypatch.setattr(final, "FINAL_KERNEL_LIMIT", 100)
+    model, kind, notes = final.fit_final(X, y, result, "auto")
     assert kind == "linear" and "--final kernel" in notes[0]
-    model, kind, notes = tasks.fit_final(X, y, result, "kernel")
+    model, kind, notes = final.fit_final(X, y, result, "kernel")
     assert kind == "kernel" and not notes
 
 

@@ -24,7 +24,7 @@ from kernelcv.datasets import make_synthetic
 from kernelcv.estimators import L2SVMClassifier, LSSVMClassifier
 from kernelcv.exceptions import KernelCVError
 from kernelcv.features import FeatureMap, LinearFeatureModel, feature_memory
-from kernelcv.selection import tasks
+from kernelcv.selection import final
 from kernelcv.selection.report import run_select
 from kernelcv.selection.search import grid_search
 from kernelcv.validation import make_folds
@@ -117,12 +117,12 @@ def test_final_auto_falls_back_to_linear_when_the_dense_fit_is_over_budget(data)
     X, y = data
     result = grid_search(X, y, "lssvm", method="rff", folds=3, features=10,
                          memory_budget="300K", **GRID)
-    model, kind, notes = tasks.fit_final(X, y, result, "auto", "300K")
+    model, kind, notes = final.fit_final(X, y, result, "auto", "300K")
     assert kind == "linear" and isinstance(model, LinearFeatureModel)
     assert "memory budget" in notes[0]
     # svm's LIBSVM fit holds no n x n matrix
     svm = grid_search(X, y, "svm", method="rff", folds=3, features=10, **GRID)
-    assert tasks.fit_final(X, y, svm, "auto", "300K")[1] == "kernel"
+    assert final.fit_final(X, y, svm, "auto", "300K")[1] == "kernel"
 
 
 def test_final_kernel_over_budget_is_refused_before_the_search(capsys, train_file,
@@ -173,7 +173,7 @@ def test_lssvm_without_intercept_is_kept_on_the_rff_path(data, capsys, train_fil
     got = [c["cv_error"] for c in none.candidates if c["gamma"] == 0.5]
     np.testing.assert_allclose(got, path.cv_error)
     assert free.config["feature_intercept"] is True
-    path = tasks.fit_final(X, y, none, "linear")[0]
+    path = final.fit_final(X, y, none, "linear")[0]
     assert path.c == 0.0
 
 
@@ -240,17 +240,17 @@ def test_final_svc_predicts_sparse_test_sets_in_chunks(data, monkeypatch):
     X, y = data
     Xs = sp.csr_matrix(X)
     result = grid_search(Xs, y, "svm", method="rff", folds=3, features=10, **GRID)
-    model, kind, _ = tasks.fit_final(Xs, y, result, "kernel")
+    model, kind, _ = final.fit_final(Xs, y, result, "kernel")
     assert kind == "kernel"
     model.chunk_rows = 7
     seen = []
-    original = tasks._to_dense
+    original = final._to_dense
 
     def spy(rows):
         seen.append(rows.shape[0])
         return original(rows)
 
-    monkeypatch.setattr(tasks, "_to_dense", spy)
+    monkeypatch.setattr(final, "_to_dense", spy)
     best = result.best
     svc = SVC(C=1 / (2 * 160 * best["lam"]), gamma=best["gamma"]).fit(X, y)
     np.testing.assert_array_equal(model.predict(Xs), svc.predict(X))
@@ -263,7 +263,7 @@ def test_final_svc_predicts_sparse_test_sets_in_chunks(data, monkeypatch):
 def test_search_cv_final_model_uses_best_params(data, monkeypatch):
     X, y = data
     captured = {}
-    original = tasks.fit_final
+    original = final.fit_final
 
     def spy(*args, **kwargs):
         captured.update(kwargs["best"])

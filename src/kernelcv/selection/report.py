@@ -25,10 +25,11 @@ from ..kernels import GramFactory
 from ..machines import make_machine
 from ..validation import check_data
 from .backends import run_tasks
+from .final import check_final_kernel, fit_final
 from .refine import refine_for_final
 from .search import APPROXIMATE, grid_search
 from .search_cv import ESTIMATORS
-from .tasks import check_final_kernel, evaluate_setting, exact_candidate, fit_final
+from .tasks import evaluate_setting, exact_candidate
 
 REPORT_NAME = "report.json"
 HEATMAP_NAME = "cv_heatmap.png"
@@ -134,7 +135,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                                "--test no final model was fit")
     if test is not None and method == "rff":
         final_tic = time.perf_counter()
-        model, kind, notes = fit_final(X, y, result, final, memory_budget)
+        model, kind, notes = fit_final(X, y, result, final, memory_budget,
+                                       estimator=_final_estimator(result, memory_budget))
         report["timings"]["final_seconds"] = time.perf_counter() - final_tic
         report["final_model"] = kind
         report["notes"].extend(notes)
@@ -264,6 +266,15 @@ def _test_error(result, X, y, X_test, y_test, machine, huber_width, svr_epsilon,
     if spec.is_classifier:
         return float(np.mean(estimator.predict(X_test) != np.asarray(y_test)))
     return float(np.mean((estimator.predict(X_test) - np.asarray(y_test, float)) ** 2))
+
+
+def _final_estimator(result, memory_budget):
+    """The kernelcv estimator a kernel final fit clones (svm uses SVC: None)."""
+    machine = result.machine
+    if machine == "svm":
+        return None
+    options = {"fit_intercept": result.config["fit_intercept"]} if machine == "lssvm" else {}
+    return ESTIMATORS[machine](memory_budget=memory_budget, **options)
 
 
 def _prediction_error(predicted, y_test, metric):

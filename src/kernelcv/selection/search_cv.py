@@ -19,10 +19,10 @@ from ..estimators import (
 )
 from ..estimators._base import _resolve_gamma
 from ..exceptions import KernelCVError
+from .final import check_final_kernel, fit_final
 from .grids import default_gammas, default_lams
 from .refine import refine_for_final
 from .search import grid_search
-from .tasks import check_final_kernel, fit_final
 
 ESTIMATORS = {
     "krr": KernelRidgeRegressor,
