@@ -540,8 +540,9 @@ def test_refit_threads_are_capped_at_the_folds_and_the_table_shows_bounds(data):
     from kernelcv.selection.refine import RefitEvaluator
 
     X, y, folds = data  # 200 samples, 5 folds
-    config = {"machine": "svm", "memory_budget": 200 * 200 * 8 * 7.5}  # room for 7 n x n
-    evaluator = RefitEvaluator(X, y, folds, config, workers=16)
+    budget = 200 * 200 * 8 * 7.5  # room for 7 n x n
+    evaluator = RefitEvaluator(X, y, folds, make_machine("svm"), workers=16,
+                               memory_budget=budget)
     assert evaluator.workers == 5  # 16 threads would never run: 5 folds
     assert evaluator.factory is not None  # 2 + 5 matrices fit the budget, 18 would not
     assert _exact({"exact_error": None, "exact_error_at_least": 0.25}) == ">=0.25"

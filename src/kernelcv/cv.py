@@ -7,6 +7,10 @@
   eigendecomposition (:mod:`kernelcv.criteria.closed_form`).
 * ``"bif"`` -- one full-data fit plus the BIF correction of order ``order``
   (:mod:`kernelcv.criteria.bif`).
+
+The method's checks (machines it accepts, order, memory need) are those of its method
+object in :mod:`kernelcv.selection.methods`, so ``cross_validate`` and the grid search
+refuse the same things with the same words (``parse_order`` is re-exported from there).
 """
 
 from __future__ import annotations
@@ -17,51 +21,38 @@ import numpy as np
 
 from ._threads import separate_blas_pools
 from .criteria.closed_form import ClosedFormCV
-from .criteria.evaluate import METHODS, evaluate_lam
+from .criteria.evaluate import evaluate_lam
 from .criteria.result import CVResult
 from .exceptions import KernelCVError
 from .kernels import GramFactory, make_kernel
 from .machines import make_machine
 from .memory import check_dense_budget
+from .selection.methods import BIF, ClosedForm, ExactRefit, parse_order
 from .validation import check_data, check_positive, make_folds
 
-# Dense n x n float64 matrices each method holds at its peak (K, copies, factors, Q, P).
-_MATRICES = {"exact": 2.5, "closed-form": 3.0, "bif": 2.5}
+__all__ = ["METHODS", "cross_validate", "cross_validate_path", "parse_order"]
 
-
-def parse_order(order):
-    """Validate a BIF order: an int >= 1, ``"inf"`` or ``"auto"``."""
-    if isinstance(order, str):
-        if order in ("inf", "auto"):
-            return order
-        try:
-            order = int(order)
-        except ValueError:
-            raise KernelCVError(
-                f"order must be a positive integer, 'inf' or 'auto', got {order!r}") from None
-    if isinstance(order, float) and order == float("inf"):
-        return "inf"
-    if isinstance(order, bool) or int(order) != order or order < 1:
-        raise KernelCVError(f"order must be a positive integer, 'inf' or 'auto', got {order!r}")
-    return int(order)
+# The methods cross_validate offers: those that give held-out predictions of one setting.
+METHODS = (ExactRefit.name, ClosedForm.name, BIF.name)
+_METHOD_CLASSES = {ExactRefit.name: ExactRefit, ClosedForm.name: ClosedForm,
+                   BIF.name: BIF}
 
 
 def _prepare(X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
-             fit_intercept, folds, method, order, random_state, memory_budget):
+             fit_intercept, folds, method, order, random_state, tol, memory_budget):
     spec = make_machine(machine, huber_width=huber_width, epsilon=epsilon,
                         fit_intercept=fit_intercept)
     if method not in METHODS:
         raise KernelCVError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    if method == "closed-form" and spec.loss.name != "square":
-        raise KernelCVError(
-            f"method 'closed-form' is exact only for krr and lssvm, not {machine!r}; "
-            "use method='bif' (fast) or 'exact'")
-    order = parse_order(order) if method == "bif" else None
+    criterion = (BIF(order=order, tol=tol) if method == BIF.name
+                 else _METHOD_CLASSES[method]())
+    criterion.bind(spec, kernel)
+    order = criterion.reported_order()
     kern = make_kernel(kernel, gamma, degree, coef0)
     X, y, mapping = check_data(X, y, spec.is_classifier)
     fold_ids = make_folds(y, folds, spec.is_classifier, random_state)
     n = y.shape[0]
-    check_dense_budget(n, n, _MATRICES[method], f"method {method!r} on {n} samples",
+    check_dense_budget(n, n, criterion.dense_matrices, f"method {method!r} on {n} samples",
                        memory_budget)
     K = GramFactory(X, memory_budget=memory_budget).gram(kern)
     params = {**spec.params(), **kern.params()}
@@ -149,7 +140,7 @@ def _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width, ep
     start = time.perf_counter()
     spec, order, K, y, fold_ids, mapping, params, notes = _prepare(
         X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon, fit_intercept,
-        folds, method, order, random_state, memory_budget)
+        folds, method, order, random_state, tol, memory_budget)
     setup_seconds = time.perf_counter() - start
     closed = None
     if method == "closed-form":

@@ -112,11 +112,11 @@ def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimat
     kind : ``"kernel"`` or ``"linear"``
     notes : list of str
     """
-    config = result.config
+    space = result.criterion  # the FeatureSpace method of the search
     best = result.best if best is None else best
     gamma, lam = float(best["gamma"]), float(best["lam"])
     n = y.shape[0]
-    machine = config["machine"]
+    machine = result.machine
     notes = []
     kind = final
     if final == "auto":
@@ -133,12 +133,11 @@ def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimat
                 "matrices, more than the memory budget, so the linear model in feature "
                 "space was kept")
     if kind == "linear":
-        _, y_pm, mapping = _pm_labels(y, config["classifier"])
+        _, y_pm, mapping = _pm_labels(y, space.classifier)
         fmap = result.feature_map
         Z = fmap.transform(X, gamma)
-        w, c = fit_linear(Z, y_pm, lam, config["feature_loss"],
-                          random_state=config["feature_seed"],
-                          fit_intercept=config["feature_intercept"])
+        w, c = fit_linear(Z, y_pm, lam, space.feature_loss, random_state=space.feature_seed,
+                          fit_intercept=space.feature_intercept)
         classes = (mapping[-1], mapping[1]) if mapping is not None else None
         return LinearFeatureModel(fmap, gamma, w, c, classes), "linear", notes
     if machine == "svm":

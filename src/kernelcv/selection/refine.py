@@ -36,7 +36,9 @@ import time
 
 import numpy as np
 
+from ..criteria import kernel_refit
 from ..exceptions import KernelCVError, MemoryBudgetError
+from ..kernels import GramFactory, make_kernel
 from ..memory import check_dense_budget
 
 # refine="auto" refines searches on at most this many samples.
@@ -159,20 +161,20 @@ class RefitEvaluator:
     Parameters
     ----------
     X, y, fold_ids : the search's data (labels +-1 for classifiers) and folds.
-    config : the search configuration (machine and its options, memory budget).
+    machine : the search's :class:`kernelcv.machines.Machine` (svm refits are SVC's).
     average : "pooled" or "folds" (see :func:`kernelcv.selection.search.grid_search`).
     workers : threads fitting the folds of one SVC refit CV at once (svm only).
+    memory_budget : bytes or e.g. "8G" (see :mod:`kernelcv.memory`).
     """
 
-    def __init__(self, X, y, fold_ids, config, average="pooled", workers=1):
-        from ..kernels import GramFactory
-
+    def __init__(self, X, y, fold_ids, machine, average="pooled", workers=1,
+                 memory_budget=None):
         self.X, self.y, self.fold_ids = X, y, fold_ids
-        self.config, self.average = config, average
+        self.machine_spec, self.average = machine, average
         # threads beyond the number of folds would never run (svc_refit_cv caps them)
         self.workers = min(max(int(workers), 1), int(fold_ids.max()) + 1)
-        self.machine = config["machine"]
-        budget = config["memory_budget"]
+        self.machine = machine.name
+        budget = memory_budget
         self.factory, self._gram_gamma, self._gram_cache = None, None, None
         if dense_refits_fit(self.machine, y.shape[0], budget, self.workers):
             self.factory = GramFactory(X, memory_budget=budget)
@@ -187,19 +189,16 @@ class RefitEvaluator:
         ``stop_above``: SVC refits stop after the fold that puts the error above it
         (``error`` None, ``pruned`` True, ``error_at_least``); kernelcv machines ignore it.
         """
-        from ..criteria.kernel_refit import machine_refit_cv, svc_refit_cv
-        from .tasks import machine_from_config
-
         tic = time.perf_counter()
         K = self._gram(gamma)
         setup = (time.perf_counter() - tic) / len(lams)
         if self.machine == "svm":
-            records = svc_refit_cv(self.X, self.y, self.fold_ids, gamma, lams, K,
-                                   stop_above=stop_above, average=self.average,
-                                   n_jobs=self.workers)
+            records = kernel_refit.svc_refit_cv(
+                self.X, self.y, self.fold_ids, gamma, lams, K, stop_above=stop_above,
+                average=self.average, n_jobs=self.workers)
         else:
-            records = machine_refit_cv(K, self.y, self.fold_ids, lams,
-                                       machine_from_config(self.config))
+            records = kernel_refit.machine_refit_cv(K, self.y, self.fold_ids, lams,
+                                                    self.machine_spec)
         for record in records:
             record["seconds"] += setup
             if record["cv_error"] is None:
@@ -212,8 +211,6 @@ class RefitEvaluator:
 
     def _gram(self, gamma: float):
         """The Gram matrix of gamma (the last one is kept), or None without a factory."""
-        from ..kernels import make_kernel
-
         if self.factory is None:
             return None
         if self._gram_gamma != gamma:
@@ -298,16 +295,18 @@ def check_refine_memory(refine, machine: str, n: int, memory_budget=None):
                            memory_budget)
 
 
-def refine_search(X, y, fold_ids, candidates, start, config, average, refine, max_evals,
-                  progress=None, workers=1) -> tuple[int, list[int], list[str]]:
+def refine_search(X, y, fold_ids, candidates, start, machine, average, refine, max_evals,
+                  progress=None, workers=1, memory_budget=None
+                  ) -> tuple[int, list[int], list[str]]:
     """Run the refinement of a feature-space search when wanted; see the module docstring.
 
-    ``workers``: threads for the folds of each SVC refit CV (the search's ``n_jobs``).
+    ``machine``: the search's :class:`kernelcv.machines.Machine`; ``workers``: threads
+    for the folds of each SVC refit CV (the search's ``n_jobs``).
 
     Returns the chosen index (``start`` when not refined), the visited indices and notes.
     """
     n = y.shape[0]
-    machine = config["machine"]
+    spec, machine = machine, machine.name
     if not refine_wanted(refine, n):
         if refine == "auto":
             return start, [], [
@@ -315,11 +314,11 @@ def refine_search(X, y, fold_ids, candidates, start, config, average, refine, ma
                 f"{REFINE_AUTO_LIMIT} samples, where each exact refit CV costs t kernel "
                 "fits; refine=True (--refine on) walks the grid from it by exact CV"]
         return start, [], []
-    if machine != "svm" and not dense_refits_fit(machine, n, config["memory_budget"]):
+    if machine != "svm" and not dense_refits_fit(machine, n, memory_budget):
         return start, [], [
             f"the choice was not refined: the exact {machine} refits need dense {n} x {n} "
             "matrices beyond the memory budget"]
-    evaluate = RefitEvaluator(X, y, fold_ids, config, average, workers)
+    evaluate = RefitEvaluator(X, y, fold_ids, spec, average, workers, memory_budget)
     first = ridge_start(candidates, start)
     best, visited = refine_walk(candidates, first, evaluate, max_evals, progress)
     final = "SVC" if machine == "svm" else machine

@@ -18,17 +18,12 @@ from contextlib import closing
 import numpy as np
 
 from .backends import run_tasks
-from .tasks import exact_candidate
+from .tasks import exact_task
 
-# Methods whose scores are approximations and get the safeguards.
+# Names of the safeguarded methods (kept for reports written against the old names).
 APPROXIMATE = ("bif", "gacv")
 # Confirmation may extend to this many times ``confirm`` candidates (see safeguards).
 CONFIRM_LIMIT = 5
-
-
-def _report(progress, stage, done, total):
-    if progress is not None:
-        progress(stage, done, total)
 
 
 def candidate_error(candidate: dict, average: str):
@@ -47,60 +42,66 @@ def _exact_value(result: dict, average: str) -> float:
     return float(result["cv_error"])
 
 
-def safeguards(candidates, method, confirm, recheck_degenerate, average, shared, config,
-                store, n_jobs, backend, scheduler, progress):
-    """Exact refits of degenerate candidates, then of the best ``confirm`` candidates."""
-    if method not in APPROXIMATE:
-        return [], []
+def run_safeguards(candidates, method, options, average, shared, store, execution):
+    """Exact refits of degenerate candidates, then of the best ``options.confirm`` ones.
+
+    ``method`` is the search's CV method object; its ``score_is_error`` says whether
+    scores are CV errors (GACV's are not: its rechecked candidates keep their value, are
+    not confirmed again and the confirmation does not extend down the ranking).
+    ``shared`` holds the arguments of :func:`kernelcv.selection.tasks.exact_task` common
+    to all candidates; ``store`` an optional checkpoint; ``execution`` the workers.
+    Returns the rechecked and the confirmed indices.
+    """
     done = dict(store.confirmations) if store else {}
+    confirm = options.confirm
+    is_error = method.score_is_error
 
     def run_exact(indices, stage):
         todo = [i for i in indices if i not in done]
         tasks = []
         for i in todo:
             candidate = candidates[i]
-            task_config = {**config, "n_folds": candidate["n_folds"]}
             setting = {key: candidate[key] for key in ("kernel", "gamma", "degree", "coef0")
                        if key in candidate}
             tasks.append({"setting": setting, "lam": candidate["lam"],
-                          "config": task_config})
-        _report(progress, stage, len(indices) - len(todo), len(indices))
+                          "n_folds": candidate["n_folds"]})
+        execution.report(stage, len(indices) - len(todo), len(indices))
         finished = len(indices) - len(todo)
-        shared_exact = {k: v for k, v in shared.items() if k != "config"}
-        with closing(run_tasks(exact_candidate, tasks, shared=shared_exact, n_jobs=n_jobs,
-                               backend=backend, scheduler=scheduler)) as results:
+        with closing(run_tasks(exact_task, tasks, shared=shared, n_jobs=execution.n_jobs,
+                               backend=execution.backend,
+                               scheduler=execution.scheduler)) as results:
             for position, result in results:
                 done[todo[position]] = result
                 if store is not None:
                     store.add_confirmation(todo[position], result)
                 finished += 1
-                _report(progress, stage, finished, len(indices))
+                execution.report(stage, finished, len(indices))
         for i in indices:
             candidates[i]["exact_error"] = _exact_value(done[i], average)
             candidates[i]["exact_seconds"] = done[i]["seconds"]
 
     rechecked = []
-    if recheck_degenerate:
+    if options.recheck_degenerate:
         rechecked = [i for i, c in enumerate(candidates) if c["degenerate"]]
         if rechecked:
             run_exact(rechecked, "recheck")
             for i in rechecked:
                 candidates[i]["status"] = "rechecked"
-                if method != "gacv":
+                if is_error:
                     candidates[i]["score"] = candidates[i]["exact_error"]
     confirmed = []
     if confirm > 0:
         pool = [i for i in range(len(candidates))
-                if method != "gacv" or candidates[i]["status"] != "rechecked"]
+                if is_error or candidates[i]["status"] != "rechecked"]
         pool.sort(key=lambda i: (candidates[i]["score"], i))
         confirmed = pool[:confirm]
         run_exact(confirmed, "confirm")
         # Approximate scores are optimistic where the kernel is nearly degenerate, so the
         # best few may all be mirages: go on down the ranking while the next approximate
-        # score still beats the best exact error found (CV methods only; GACV's scale
+        # score still beats the best exact error found (CV errors only; GACV's scale
         # differs), up to CONFIRM_LIMIT times ``confirm``.
         limit = min(len(pool), CONFIRM_LIMIT * confirm)
-        while method != "gacv" and len(confirmed) < limit:
+        while is_error and len(confirmed) < limit:
             best_exact = min(candidates[i]["exact_error"] for i in confirmed)
             following = pool[len(confirmed)]
             if not candidates[following]["score"] < best_exact:
@@ -113,11 +114,15 @@ def safeguards(candidates, method, confirm, recheck_degenerate, average, shared,
     return rechecked, confirmed
 
 
-def choose(candidates, method, confirmed, rechecked) -> int:
-    """Best candidate: by exact error among the refit pool, else by score (ties: grid order)."""
-    if method in APPROXIMATE and confirmed:
+def choose(candidates, safeguarded, score_is_error, confirmed, rechecked) -> int:
+    """Best candidate: by exact error among the refit pool, else by score (ties: grid order).
+
+    The refit pool of a safeguarded method is its confirmed candidates, plus the rechecked
+    ones when scores are not CV errors (GACV).
+    """
+    if safeguarded and confirmed:
         pool = set(confirmed)
-        if method == "gacv":
+        if not score_is_error:
             pool |= set(rechecked)
         return min(pool, key=lambda i: (candidates[i]["exact_error"], i))
     return min(range(len(candidates)), key=lambda i: (candidates[i]["score"], i))

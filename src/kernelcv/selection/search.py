@@ -1,11 +1,14 @@
-"""Grid search over kernel settings x lam with any CV criterion, safeguarded by exact refits.
+"""The grid-search driver: kernel settings x lam with any CV method, then what follows.
 
-The driver validates once, splits the grid into kernel settings (one task each, see
-:mod:`kernelcv.selection.tasks`), runs them sequentially, on joblib workers or on a Dask
-cluster (:mod:`kernelcv.selection.backends`), records finished settings in an optional
-checkpoint, and then applies the safeguards of :mod:`kernelcv.selection.safeguards`
-(exact rechecks of degenerate candidates, exact confirmation of the best few) or, for a
-random-feature search, the exact refinement of :mod:`kernelcv.selection.refine`.
+:func:`run_search` is the core (about ten parameters: the data, the machine, a CV method
+object of :mod:`kernelcv.selection.methods`, the search space and the option groups of
+:mod:`kernelcv.selection.options`). It validates the data once, splits the grid into
+kernel settings (one task each, see :mod:`kernelcv.selection.tasks`), runs them
+sequentially, on joblib workers or on a Dask cluster (:mod:`kernelcv.selection.backends`),
+records finished settings in an optional checkpoint, and then does what the method asks
+for after the grid: the exact safeguards of :mod:`kernelcv.selection.safeguards`, the
+exact refinement of :mod:`kernelcv.selection.refine`, or nothing. It contains no method
+names. :func:`grid_search` is the flat keyword interface that builds these objects.
 
 The driver fits no machine itself; the refinement's refits run in this process.
 """
@@ -18,33 +21,32 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..criteria.evaluate import METHODS as CV_METHODS
-from ..criteria.random_features import c_to_lam, paper_cs, paper_gammas
 from ..exceptions import KernelCVError
-from ..features import check_feature_memory
-from ..kernels import KERNELS, GramFactory
-from ..machines import make_machine
-from ..memory import check_dense_budget
+from ..machines import Machine, make_machine
 from ..validation import check_data, make_folds
 from .backends import run_tasks
 from .checkpoint import Checkpoint, fingerprint
-from .feature_space import FEATURE_LOSSES, check_feature_options, edge_notes, feature_notes
-from .granularity import RULES, check_tolerance
-from .grids import check_grid, default_degrees, default_gammas, default_lams
-from .refine import REFINE_MAX_EVALS, check_refine, check_refine_memory, refine_search
-from .safeguards import APPROXIMATE, candidate_error, choose, rank, safeguards
-from .tasks import evaluate_setting, feature_data
+from .feature_space import FeatureSpace
+from .methods import BIF, GACV, ClosedForm, CVMethod, ExactRefit, GranularityRule
+from .options import AVERAGES, Execution, Safeguards, SearchSpace, kernel_settings
+from .refine import REFINE_MAX_EVALS, refine_search
+from .safeguards import APPROXIMATE, candidate_error, choose, rank, run_safeguards
+from .tasks import evaluate_task
 
-METHODS = (*CV_METHODS, "gacv", "rff")
-# Dense n x n float64 matrices one task holds at its peak.
-_MATRICES = {"exact": 2.5, "closed-form": 3.0, "bif": 2.5, "gacv": 2.0}
+METHOD_CLASSES = {cls.name: cls for cls in (ExactRefit, ClosedForm, BIF, GACV, FeatureSpace)}
+METHODS = tuple(METHOD_CLASSES)
+# Option names that select results of nothing: they may differ when a checkpoint resumes.
+_NOT_FINGERPRINTED = ("memory_budget", "memory_estimate", "refine", "refine_evals")
+# The default options of the random-feature method (refused with other methods).
+_FEATURE_DEFAULTS = (30, "rff", None, None, "auto", REFINE_MAX_EVALS)
+
+__all__ = ["METHODS", "APPROXIMATE", "SearchResult", "default_method", "grid_search",
+           "kernel_settings", "make_method", "run_search"]
 
 
 def default_method(machine: str) -> str:
     """Closed-form (exact and fast) for krr/lssvm, BIF for the other machines."""
     return "closed-form" if machine in ("krr", "lssvm") else "bif"
-
-
 @dataclass
 class SearchResult:
     """Outcome of :func:`grid_search`.
@@ -79,6 +81,8 @@ class SearchResult:
     refined: list[int] = field(default_factory=list)
     fold_ids: np.ndarray | None = field(default=None, repr=False)
     feature_map: object = field(default=None, repr=False)
+    criterion: CVMethod | None = field(default=None, repr=False)
+    machine_spec: Machine | None = field(default=None, repr=False)
 
     @property
     def best(self) -> dict:
@@ -89,7 +93,7 @@ class SearchResult:
         best = self.best
         keys = ["kernel", "gamma", "degree", "coef0", "lam"]
         params = {key: best[key] for key in keys if key in best}
-        if self.method == "rff":
+        if "C" in best:  # a feature-space search reports SVC's C too
             params["C"] = best["C"]
         return params
 
@@ -110,40 +114,172 @@ class SearchResult:
             "confirmed": self.confirmed, "rechecked": self.rechecked,
             "refined": self.refined,
             "timings": self.timings, "notes": self.notes, "candidates": self.candidates,
-            **({"feature_space": {k: self.config[k] for k in (
-                "features", "feature_map", "feature_loss", "feature_seed", "feature_intercept",
-                "memory_estimate", "refine", "refine_evals")}} if self.method == "rff"
-               else {}),
+            **(self.criterion.report_entries(self.config) if self.criterion else {}),
         }
 
 
-def kernel_settings(kernel, gammas=None, degrees=None, *, gamma=None, degree=3, coef0=1.0):
-    """The kernel settings of a grid and the name of the varied parameter.
 
-    rbf/laplace vary gamma (default grid: :func:`default_gammas`); poly varies the degree
-    (default 1..8) at a fixed ``gamma`` (default 1) and ``coef0``; linear has one setting.
+
+def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
+                granularity="adaptive", tol=1e-6, features=30, feature_map="rff",
+                feature_loss=None, feature_seed=None, refine="auto",
+                refine_evals=REFINE_MAX_EVALS) -> CVMethod:
+    """The CV method object of the flat options (``grid_search``'s, the CLI's).
+
+    ``folds="auto"`` becomes BIF granularity selection (:class:`GranularityRule` with
+    ``epsilon`` and ``granularity``); the random-feature options are refused with
+    another method. Returns an unbound object: :meth:`CVMethod.bind` checks the machine.
     """
-    if kernel not in KERNELS:
-        raise KernelCVError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
-    if kernel in ("rbf", "laplace"):
-        if degrees is not None:
-            raise KernelCVError(f"kernel {kernel!r} has no degree; give a gamma grid")
-        values = check_grid(default_gammas() if gammas is None else gammas, "gamma")
-        return [{"kernel": kernel, "gamma": g} for g in values], "gamma"
-    if kernel == "poly":
-        if gammas is not None:
-            raise KernelCVError("the poly grid varies the degree; give gamma as one value")
-        values = check_grid(default_degrees() if degrees is None else degrees, "degree",
-                            integer=True)
-        g = 1.0 if gamma is None else check_grid([gamma], "gamma")[0]
-        c = float(coef0)
-        if not np.isfinite(c) or c < 0:
-            raise KernelCVError(f"coef0 must be a finite number >= 0, got {coef0!r}")
-        return [{"kernel": "poly", "gamma": g, "degree": d, "coef0": c} for d in values], \
-            "degree"
-    if gammas is not None or degrees is not None:
-        raise KernelCVError("the linear kernel has no parameter to search; give only lam")
-    return [{"kernel": "linear"}], None
+    method = default_method(machine) if method is None else method
+    if method not in METHOD_CLASSES:
+        raise KernelCVError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    rff = method == FeatureSpace.name
+    if not rff and (features, feature_map, feature_loss, feature_seed, refine,
+                    refine_evals) != _FEATURE_DEFAULTS:
+        raise KernelCVError("features, feature_map, feature_loss, feature_seed, refine and "
+                            "refine_evals belong to method='rff'")
+    auto = isinstance(folds, str)
+    if auto and rff and folds == "auto":
+        raise KernelCVError("folds='auto' chooses BIF orders; give method 'rff' a number "
+                            "of folds (the paper uses 5 or 10)")
+    if auto:
+        if folds != "auto":
+            raise KernelCVError(f"folds must be an integer, fold ids or 'auto', got {folds!r}")
+        if method != BIF.name:
+            raise KernelCVError("folds='auto' (granularity selection) chooses the BIF "
+                                "order; use it with method='bif'")
+        if epsilon is None:
+            raise KernelCVError("folds='auto' needs the tolerated error epsilon "
+                                "(e.g. epsilon=0.1)")
+        return BIF(tol=tol, granularity=GranularityRule(epsilon, granularity))
+    if epsilon is not None:
+        raise KernelCVError("epsilon (tolerated error) is used only with folds='auto'")
+    if rff:
+        return FeatureSpace(features=features, feature_map=feature_map,
+                            feature_loss=feature_loss, feature_seed=feature_seed,
+                            refine=refine, refine_evals=refine_evals)
+    if method == BIF.name:
+        return BIF(order=order, tol=tol)
+    return METHOD_CLASSES[method]()
+
+
+def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, folds=10,
+               random_state=0, average="pooled", safeguards: Safeguards | None = None,
+               execution: Execution | None = None) -> SearchResult:
+    """Evaluate every candidate of ``space`` with ``method``, then apply its after-grid step.
+
+    Parameters
+    ----------
+    X, y : training data (dense or sparse X; two classes for classifiers).
+    machine : :class:`kernelcv.machines.Machine` (see :func:`make_machine`).
+    method : a CV method object (:mod:`kernelcv.selection.methods`, or
+        :class:`~kernelcv.selection.feature_space.FeatureSpace`).
+    space : :class:`SearchSpace` (kernel settings and lam values).
+    folds : int t or one fold id per sample (stratified shuffled folds for classifiers).
+    random_state : seed of the fold assignment (and of a feature draw by default).
+    average : ``"pooled"`` (error over all held-out points) or ``"folds"`` (unweighted
+        mean of per-fold errors, scikit-learn's ``GridSearchCV`` convention).
+    safeguards : :class:`Safeguards` (used by safeguarded methods; default
+        ``Safeguards()``).
+    execution : :class:`Execution` (workers, checkpoint, progress, memory budget; default
+        ``Execution()``: one process, no checkpoint).
+
+    Returns
+    -------
+    SearchResult
+    """
+    total_tic = time.perf_counter()
+    safeguards = Safeguards() if safeguards is None else safeguards
+    execution = Execution() if execution is None else execution
+    if average not in AVERAGES:
+        raise KernelCVError(f"average must be 'pooled' or 'folds', got {average!r}")
+    method = method.bind(machine, space.kernel, random_state)
+    X, y, mapping = check_data(X, y, machine.is_classifier)
+    n = y.shape[0]
+    settings, setting_lams = space.resolve(n, method)
+    fold_ids = make_folds(y, method.base_folds(folds, n), machine.is_classifier,
+                          random_state)
+    budget = execution.memory_budget
+    estimate = method.check_memory(X, n, execution.workers, budget)
+
+    loss = machine.loss
+    config = {"machine": machine.name, "huber_width": float(getattr(loss, "width", 0.01)),
+              "svr_epsilon": float(getattr(loss, "epsilon", 0.1)),
+              "fit_intercept": machine.fit_intercept, **method.config_entries(machine),
+              "random_state": random_state, "memory_budget": budget}
+    if estimate is not None:
+        config["memory_estimate"] = int(estimate)
+    store = None
+    if execution.checkpoint is not None:
+        identity = {k: v for k, v in config.items() if k not in _NOT_FINGERPRINTED}
+        key = fingerprint(X, y, fold_ids, {"config": identity, "settings": settings,
+                                           "lams": setting_lams})
+        store = Checkpoint(execution.checkpoint, key, len(settings))
+
+    data = method.prepare(X, budget, execution.parallel)
+    shared = {"data": data, "y": y, "fold_ids": fold_ids, "method": method,
+              "machine": machine, "random_state": random_state, "memory_budget": budget}
+
+    search_tic = time.perf_counter()
+    per_setting: dict[int, list[dict]] = dict(store.settings) if store else {}
+    todo = [i for i in range(len(settings)) if i not in per_setting]
+    tasks = [{"setting": settings[i], "lams": setting_lams[i]} for i in todo]
+    execution.report("search", len(per_setting), len(settings))
+    with closing(run_tasks(evaluate_task, tasks, shared=shared, n_jobs=execution.n_jobs,
+                           backend=execution.backend,
+                           scheduler=execution.scheduler)) as finished:
+        for position, records in finished:
+            index = todo[position]
+            per_setting[index] = records
+            if store is not None:
+                store.add_setting(index, records)
+            execution.report("search", len(per_setting), len(settings))
+    search_seconds = time.perf_counter() - search_tic
+
+    order = method.reported_order()
+    candidates = []
+    for index, setting in enumerate(settings):
+        for record in per_setting[index]:
+            candidates.append({"setting": index, **setting, "method": method.name,
+                               "order": order, **record, "exact_error": None})
+    for candidate in candidates:
+        candidate["status"] = "exact" if method.exact else "approximate"
+        if method.exact:
+            candidate["exact_error"] = candidate_error(candidate, average)
+        if average == "folds" and candidate["fold_errors"] is not None:
+            candidate["score"] = float(np.mean(candidate["fold_errors"]))
+
+    confirm_tic = time.perf_counter()
+    rechecked, confirmed = [], []
+    if method.safeguarded:
+        rechecked, confirmed = run_safeguards(candidates, method, safeguards, average,
+                                              shared, store, execution)
+    best_index = choose(candidates, method.safeguarded, method.score_is_error, confirmed,
+                        rechecked)
+    rank(candidates)
+    confirm_seconds = time.perf_counter() - confirm_tic
+    notes, refined, refine_tic = [], [], time.perf_counter()
+    if method.refines:
+        best_index, refined, refine_notes = refine_search(
+            X, y, fold_ids, candidates, best_index, machine, average, method.refine,
+            method.refine_evals, execution.progress, workers=execution.workers,
+            memory_budget=budget)
+        notes.extend(refine_notes)
+    notes.extend(method.notes(candidates, best_index, n))
+    if mapping is not None and set(mapping.values()) != {-1, 1}:
+        notes.append(f"labels {mapping[-1]!r}/{mapping[1]!r} mapped to -1/+1")
+    return SearchResult(
+        candidates=candidates, best_index=best_index, machine=machine.name,
+        method=method.name, kernel=space.kernel, param_name=space.param_name,
+        metric=machine.metric, n_samples=n, folds=method.reported_folds(fold_ids),
+        order=order, confirmed=confirmed, rechecked=rechecked, refined=refined,
+        timings={"search_seconds": search_seconds, "confirm_seconds": confirm_seconds,
+                 "refine_seconds": time.perf_counter() - refine_tic,
+                 "total_seconds": time.perf_counter() - total_tic},
+        label_mapping=mapping, notes=notes, config=config, fold_ids=fold_ids,
+        feature_map=method.fitted_map(data), criterion=method, machine_spec=machine)
+
+
 
 
 def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None, lams=None,
@@ -156,6 +292,9 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
                 feature_loss=None, feature_seed=None, refine="auto",
                 refine_evals=REFINE_MAX_EVALS) -> SearchResult:
     """Choose the kernel parameter and lam of a kernel machine by (approximate) CV.
+
+    The flat keyword interface: it builds the machine, the method object, the search
+    space and the option groups and calls :func:`run_search`.
 
     Parameters
     ----------
@@ -226,188 +365,26 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     (about 1.2 fits at r = 5); exact t fits per lam. Confirmations add ``confirm`` exact
     CVs, an rff refinement one exact CV per visited point.
     """
-    total_tic = time.perf_counter()
     machine_spec = make_machine(machine, huber_width=huber_width, epsilon=svr_epsilon,
                                 fit_intercept=fit_intercept)
-    method = default_method(machine) if method is None else method
-    if method not in METHODS:
-        raise KernelCVError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    if method == "closed-form" and machine_spec.loss.name != "square":
-        raise KernelCVError(
-            f"method 'closed-form' is exact only for krr and lssvm, not {machine!r}; "
-            "use method='bif' (fast) or 'exact'")
-    if method == "rff":
-        check_feature_options(machine, kernel, folds, features, feature_map, feature_loss)
-        feature_loss = feature_loss or FEATURE_LOSSES[machine]
-        if settings is None and gammas is None:
-            gammas = paper_gammas()
-        check_refine(refine, refine_evals)
-    elif ((features, feature_map, feature_loss, feature_seed, refine, refine_evals)
-          != (30, "rff", None, None, "auto", REFINE_MAX_EVALS)):
-        raise KernelCVError("features, feature_map, feature_loss, feature_seed, refine and "
-                            "refine_evals belong to method='rff'")
-    if method == "gacv" and machine != "svm":
-        raise KernelCVError(f"method 'gacv' is defined for the hinge SVM (machine 'svm'), "
-                            f"not {machine!r}")
-    if average not in ("pooled", "folds"):
+    cv_method = make_method(method, machine, folds=folds, order=order, epsilon=epsilon,
+                            granularity=granularity, tol=tol, features=features,
+                            feature_map=feature_map, feature_loss=feature_loss,
+                            feature_seed=feature_seed, refine=refine,
+                            refine_evals=refine_evals)
+    cv_method.bind(machine_spec, kernel, random_state)  # machine/kernel errors first
+    if average not in AVERAGES:
         raise KernelCVError(f"average must be 'pooled' or 'folds', got {average!r}")
-    if isinstance(confirm, bool) or not isinstance(confirm, int | np.integer) or confirm < 0:
-        raise KernelCVError(f"confirm must be an integer >= 0, got {confirm!r}")
-    from ..cv import parse_order
-
-    delta = machine_spec.loss.width if machine in ("svm", "svr") else 0.0
-    auto = isinstance(folds, str)
-    if auto:
-        if folds != "auto":
-            raise KernelCVError(f"folds must be an integer, fold ids or 'auto', got {folds!r}")
-        if method != "bif":
-            raise KernelCVError("folds='auto' (granularity selection) chooses the BIF "
-                                "order; use it with method='bif'")
-        if epsilon is None:
-            raise KernelCVError("folds='auto' needs the tolerated error epsilon "
-                                "(e.g. epsilon=0.1)")
-        epsilon = check_tolerance(epsilon, delta)
-        if granularity not in RULES:
-            raise KernelCVError(f"granularity must be one of {', '.join(RULES)}, "
-                                f"got {granularity!r}")
-    elif epsilon is not None:
-        raise KernelCVError("epsilon (tolerated error) is used only with folds='auto'")
-    order = parse_order(order) if method == "bif" and not auto else None
-
-    X, y, mapping = check_data(X, y, machine_spec.is_classifier)
-    n = y.shape[0]
+    guards = Safeguards(confirm=confirm, recheck_degenerate=recheck_degenerate)
+    execution = Execution(n_jobs=n_jobs, backend=backend, scheduler=scheduler,
+                          checkpoint=checkpoint, progress=progress,
+                          memory_budget=memory_budget)
     if settings is None:
-        settings, param_name = kernel_settings(kernel, gammas, degrees, gamma=gamma,
-                                               degree=degree, coef0=coef0)
-        if Cs is not None:
-            if lams is not None:
-                raise KernelCVError("give either a lam grid or a C grid, not both")
-            lams = [float(v) for v in c_to_lam(check_grid(Cs, "C"), n)]
-        elif lams is None and method == "rff":
-            lams = [float(v) for v in c_to_lam(paper_cs(), n)]
-        lam_values = check_grid(default_lams(n) if lams is None else lams, "lam")
-        setting_lams = [lam_values] * len(settings)
+        space = SearchSpace.grid(kernel, gammas, degrees, lams, gamma=gamma, degree=degree,
+                                 coef0=coef0, Cs=Cs, default_gammas=cv_method.default_gammas())
     else:
-        param_name = "gamma" if kernel in ("rbf", "laplace") else (
-            "degree" if kernel == "poly" else None)
-        setting_lams = [check_grid(values, "lam") for values in setting_lams]
-    # The fixed folds serve every method (auto mode uses them only for degeneracy checks).
-    base_folds = 10 if auto else folds
-    if auto and n < 10:
-        base_folds = n
-    fold_ids = make_folds(y, base_folds, machine_spec.is_classifier, random_state)
-    workers = _n_workers(n_jobs, backend, scheduler)
-    if method == "rff":
-        estimate = check_feature_memory(X, features, feature_map, workers, memory_budget)
-        check_refine_memory(refine, machine, n, memory_budget)
-    else:
-        check_dense_budget(n, n, _MATRICES[method] * workers,
-                           f"method {method!r} on {n} samples with {workers} worker(s)",
-                           memory_budget)
-
-    config = {
-        "machine": machine, "huber_width": float(huber_width),
-        "svr_epsilon": float(svr_epsilon), "fit_intercept": machine_spec.fit_intercept,
-        "method": method, "order": order, "tol": float(tol),
-        "folds": "auto" if auto else "fixed", "epsilon": epsilon, "delta": delta,
-        "granularity": granularity, "random_state": random_state,
-        "memory_budget": memory_budget,
-    }
-    if method == "rff":
-        if feature_seed is None:
-            feature_seed = (int(random_state) if isinstance(random_state, int | np.integer)
-                            and not isinstance(random_state, bool) else 0)
-        config.update({"features": int(features), "feature_map": feature_map,
-                       "feature_loss": feature_loss, "feature_seed": int(feature_seed),
-                       "feature_intercept": bool(machine == "svm"
-                                                 or machine_spec.fit_intercept),
-                       "classifier": machine_spec.is_classifier,
-                       "memory_estimate": int(estimate), "refine": refine,
-                       "refine_evals": int(refine_evals)})
-    store = None
-    if checkpoint is not None:
-        # The memory budget does not change results, so it may differ on resume.
-        identity = {k: v for k, v in config.items() if k not in (
-            "memory_budget", "memory_estimate", "refine", "refine_evals")}
-        key = fingerprint(X, y, fold_ids, {"config": identity, "settings": settings,
-                                           "lams": setting_lams})
-        store = Checkpoint(checkpoint, key, len(settings))
-
-    parallel = workers > 1 or scheduler is not None
-    if method == "rff":
-        data = feature_data(X, config)  # the O(nnz(X) D) product, once for every gamma
-    else:
-        data = X if parallel else GramFactory(X, memory_budget=memory_budget)
-    shared = {"data": data, "y": y, "fold_ids": fold_ids, "config": config}
-
-    search_tic = time.perf_counter()
-    per_setting: dict[int, list[dict]] = dict(store.settings) if store else {}
-    todo = [i for i in range(len(settings)) if i not in per_setting]
-    tasks = [{"setting": settings[i], "lams": setting_lams[i]} for i in todo]
-    _report(progress, "search", len(per_setting), len(settings))
-    with closing(run_tasks(evaluate_setting, tasks, shared=shared, n_jobs=n_jobs,
-                           backend=backend, scheduler=scheduler)) as finished:
-        for position, records in finished:
-            index = todo[position]
-            per_setting[index] = records
-            if store is not None:
-                store.add_setting(index, records)
-            _report(progress, "search", len(per_setting), len(settings))
-    search_seconds = time.perf_counter() - search_tic
-
-    candidates = []
-    for index, setting in enumerate(settings):
-        for record in per_setting[index]:
-            candidates.append({"setting": index, **setting, "method": method,
-                               "order": order, **record, "exact_error": None})
-    for candidate in candidates:
-        candidate["status"] = "approximate" if method in (*APPROXIMATE, "rff") else "exact"
-        if method not in (*APPROXIMATE, "rff"):
-            candidate["exact_error"] = candidate_error(candidate, average)
-        if average == "folds" and candidate["fold_errors"] is not None:
-            candidate["score"] = float(np.mean(candidate["fold_errors"]))
-
-    confirm_tic = time.perf_counter()
-    rechecked, confirmed = safeguards(candidates, method, confirm, recheck_degenerate,
-                                       average, shared, config, store, n_jobs, backend,
-                                       scheduler, progress)
-    best_index = choose(candidates, method, confirmed, rechecked)
-    rank(candidates)
-    confirm_seconds = time.perf_counter() - confirm_tic
-    notes, refined, refine_tic = [], [], time.perf_counter()
-    if method == "rff":
-        best_index, refined, refine_notes = refine_search(
-            X, y, fold_ids, candidates, best_index, config, average, refine, refine_evals,
-            progress, workers=_n_workers(n_jobs, backend, scheduler))
-        notes.extend(refine_notes)
-        notes.extend(edge_notes(candidates, best_index, config["features"]))
-        notes.extend(feature_notes(config, n))
-    if mapping is not None and set(mapping.values()) != {-1, 1}:
-        notes.append(f"labels {mapping[-1]!r}/{mapping[1]!r} mapped to -1/+1")
-    return SearchResult(
-        candidates=candidates, best_index=best_index, machine=machine, method=method,
-        kernel=kernel, param_name=param_name, metric=machine_spec.metric, n_samples=n,
-        folds="auto" if auto else int(fold_ids.max()) + 1, order=order,
-        confirmed=confirmed, rechecked=rechecked, refined=refined,
-        timings={"search_seconds": search_seconds, "confirm_seconds": confirm_seconds,
-                 "refine_seconds": time.perf_counter() - refine_tic,
-                 "total_seconds": time.perf_counter() - total_tic},
-        label_mapping=mapping, notes=notes, config=config, fold_ids=fold_ids,
-        feature_map=data["map"] if method == "rff" else None)
-
-
-def _report(progress, stage, done, total):
-    if progress is not None:
-        progress(stage, done, total)
-
-
-def _n_workers(n_jobs, backend, scheduler) -> int:
-    if scheduler is not None or backend == "dask":
-        return 1  # the cluster's memory, not ours
-    if n_jobs is None or backend == "sequential":
-        return 1
-    if n_jobs == -1:
-        import os
-
-        return os.cpu_count() or 1
-    return max(int(n_jobs), 1)
+        space = SearchSpace.explicit(kernel, settings, setting_lams)
+    return run_search(X, y, machine_spec, cv_method, space,
+                      folds=10 if isinstance(folds, str) else folds,
+                      random_state=random_state, average=average, safeguards=guards,
+                      execution=execution)

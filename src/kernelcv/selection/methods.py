@@ -1,0 +1,390 @@
+"""The CV methods of a grid search as objects: one class per method, one small protocol.
+
+A method object is a frozen, picklable value (it travels to joblib and Dask workers). Each
+knows
+
+* which machines and kernels it accepts (:meth:`CVMethod.bind`, which also resolves
+  machine-dependent defaults and returns a checked copy),
+* its default search space (:meth:`CVMethod.default_gammas`, :meth:`CVMethod.default_lams`),
+* its memory need (:meth:`CVMethod.check_memory`),
+* how to evaluate one kernel setting for every lam (:meth:`CVMethod.evaluate_setting`, the
+  task run by :func:`kernelcv.selection.tasks.evaluate_task`), and an exact refit of one
+  candidate (:meth:`CVMethod.exact_candidate`),
+* what the search does after the grid: the exact safeguards (``safeguarded``), a
+  refinement (``refines``) or nothing -- :func:`kernelcv.selection.search.run_search`
+  reads these flags and never a method's name.
+
+The kernel methods (:class:`ExactRefit`, :class:`ClosedForm`, :class:`BIF`,
+:class:`GACV`) build one Gram matrix per kernel setting and take the lam values in
+decreasing order, so each full fit warm-starts from the previous one (closed form shares
+one eigendecomposition instead). The random-feature method lives in
+:mod:`kernelcv.selection.feature_space`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+import numpy as np
+
+from .._threads import blas_threads_for
+from ..criteria.closed_form import ClosedFormCV
+from ..criteria.evaluate import evaluate_lam
+from ..criteria.gacv import gacv
+from ..criteria.result import DEGENERATE_RATIO, heldout_ratio
+from ..exceptions import KernelCVError
+from ..kernels import GramFactory, make_kernel
+from ..machines import Machine
+from ..memory import check_dense_budget
+from ..validation import make_folds
+from .granularity import RULES, adaptive_tolerance, bound_rule, check_tolerance
+from .grids import default_gammas, default_lams
+
+
+def parse_order(order):
+    """Validate a BIF order: an int >= 1, ``"inf"`` or ``"auto"``."""
+    if isinstance(order, str):
+        if order in ("inf", "auto"):
+            return order
+        try:
+            order = int(order)
+        except ValueError:
+            raise KernelCVError(
+                f"order must be a positive integer, 'inf' or 'auto', got {order!r}") from None
+    if isinstance(order, float) and order == float("inf"):
+        return "inf"
+    if isinstance(order, bool) or int(order) != order or order < 1:
+        raise KernelCVError(f"order must be a positive integer, 'inf' or 'auto', got {order!r}")
+    return int(order)
+
+
+def gram_for_setting(data, setting: dict, memory_budget=None) -> np.ndarray:
+    """The Gram matrix of ``setting`` on ``data`` (a :class:`GramFactory` or the X matrix)."""
+    factory = data if isinstance(data, GramFactory) else GramFactory(
+        data, memory_budget=memory_budget)
+    kernel = make_kernel(setting["kernel"], setting.get("gamma"), setting.get("degree", 3),
+                         setting.get("coef0", 1.0))
+    return factory.gram(kernel)
+
+
+def loss_delta(machine: Machine) -> float:
+    """The Huber band width delta of a smoothed machine (0 for the others)."""
+    return float(getattr(machine.loss, "width", 0.0))
+
+
+@dataclass(frozen=True)
+class CVMethod:
+    """The protocol of a CV method, with the behaviour the kernel methods share.
+
+    Class attributes
+    ----------------
+    name : the method's name in reports, checkpoints and the CLI.
+    exact : the scores are exact CV errors (no safeguards needed).
+    safeguarded : degenerate rechecks and exact confirmation follow the grid.
+    refines : an exact local refinement follows the grid.
+    score_is_error : the score is a CV error (False for GACV, whose scale differs).
+    dense_matrices : dense n x n float64 matrices one task holds at its peak.
+    """
+
+    name: ClassVar[str] = ""
+    exact: ClassVar[bool] = True
+    safeguarded: ClassVar[bool] = False
+    refines: ClassVar[bool] = False
+    score_is_error: ClassVar[bool] = True
+    dense_matrices: ClassVar[float] = 2.5
+
+    # ------------------------------------------------------------------ before the grid
+    def bind(self, machine: Machine, kernel: str, random_state=None) -> CVMethod:
+        """Check that the method accepts ``machine`` and ``kernel``; a resolved copy."""
+        return self
+
+    def default_gammas(self) -> list[float]:
+        """The default kernel-width grid (rbf/laplace)."""
+        return default_gammas()
+
+    def default_lams(self, n_samples: int) -> list[float]:
+        """The default lam grid, ``2^i / n`` for i = -3..11."""
+        return default_lams(n_samples)
+
+    def base_folds(self, folds, n_samples: int):
+        """The fixed folds of the search (int t or fold ids)."""
+        return folds
+
+    def check_memory(self, X, n_samples: int, workers: int, memory_budget=None):
+        """Refuse before any work when the search's matrices exceed the budget.
+
+        Returns a byte estimate to report, or None.
+        """
+        check_dense_budget(n_samples, n_samples, self.dense_matrices * workers,
+                           f"method {self.name!r} on {n_samples} samples with {workers} "
+                           "worker(s)", memory_budget)
+        return None
+
+    def config_entries(self, machine: Machine) -> dict:
+        """The method's entries of the search configuration (reports, checkpoint key)."""
+        return {"method": self.name, "order": None, "tol": 1e-6, "folds": "fixed",
+                "epsilon": None, "delta": loss_delta(machine), "granularity": "adaptive"}
+
+    def reported_folds(self, fold_ids):
+        """The number of folds to report."""
+        return int(fold_ids.max()) + 1
+
+    def reported_order(self):
+        """The BIF order to report (None for other methods)."""
+        return None
+
+    # ------------------------------------------------------------------ the grid
+    def prepare(self, X, memory_budget=None, parallel: bool = False):
+        """The data shared by every task: a :class:`GramFactory` (or X for workers)."""
+        return X if parallel else GramFactory(X, memory_budget=memory_budget)
+
+    def evaluate_setting(self, data, y, fold_ids, setting: dict, lams, *, machine: Machine,
+                         random_state=None, memory_budget=None) -> list[dict]:
+        """Evaluate every lam of one kernel setting; one JSON-able record per lam.
+
+        Records have ``lam``, ``score`` (the criterion's value), ``cv_error`` (pooled
+        held-out error; None for GACV), ``fold_errors``, ``fold_sizes``, ``n_folds``,
+        ``order_used``, ``degenerate``, ``heldout_ratio``, ``seconds``, ``fit_seconds``,
+        ``notes`` and, with granularity selection, ``granularity``.
+
+        Cost: one Gram matrix (O(n^2) from cached distances, O(n^2 d) otherwise) plus, per
+        lam, what the criterion costs (see :func:`kernelcv.cross_validate`).
+        """
+        with blas_threads_for(y.shape[0]):
+            tic = time.perf_counter()
+            K = gram_for_setting(data, setting, memory_budget)
+            state = self._setting_state(K, fold_ids, machine)
+            setup = (time.perf_counter() - tic) / len(lams)
+            records: list[dict | None] = [None] * len(lams)
+            previous = None
+            for position in np.argsort(lams)[::-1]:
+                record, previous = self._lam_record(
+                    K, y, fold_ids, float(lams[position]), machine, state, previous,
+                    random_state)
+                record["seconds"] += setup
+                records[position] = record
+        return records
+
+    def _setting_state(self, K, fold_ids, machine):
+        """Work shared by the lam values of one setting (closed form: the eigenbasis)."""
+        return None
+
+    def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
+        ev = evaluate_lam(K, y, fold_ids, lam, machine, self.name, warm=previous,
+                          **self._evaluate_options(state))
+        return cv_record(ev, lam, fold_ids), (ev.fit if ev.fit is not None else previous)
+
+    def _evaluate_options(self, state) -> dict:
+        return {}
+
+    def candidate_folds(self, y, fold_ids, n_folds: int, machine: Machine, random_state):
+        """The folds of a candidate's exact refit (those its score was computed on)."""
+        return fold_ids
+
+    def exact_candidate(self, data, y, fold_ids, setting: dict, lam: float, n_folds: int, *,
+                        machine: Machine, random_state=None, memory_budget=None) -> dict:
+        """Exact refit CV of one candidate (the safeguards' confirmation); t fits."""
+        with blas_threads_for(y.shape[0]):
+            tic = time.perf_counter()
+            K = gram_for_setting(data, setting, memory_budget)
+            folds = self.candidate_folds(y, fold_ids, n_folds, machine, random_state)
+            ev = evaluate_lam(K, y, folds, float(lam), machine, "exact")
+        return {"cv_error": ev.cv_error, "fold_errors": [float(e) for e in ev.fold_errors],
+                "seconds": time.perf_counter() - tic}
+
+    # ------------------------------------------------------------------ after the grid
+    def report_entries(self, config: dict) -> dict:
+        """Extra entries of the search's JSON summary."""
+        return {}
+
+    def notes(self, candidates, best_index: int, n_samples: int) -> list[str]:
+        """Notes on the choice, added after the grid."""
+        return []
+
+    def fitted_map(self, data):
+        """The fitted feature map of a feature-space search (None otherwise)."""
+        return None
+
+
+def cv_record(ev, lam: float, folds) -> dict:
+    """The JSON-able record of one :class:`~kernelcv.criteria.evaluate.Evaluation`."""
+    return {
+        "lam": lam, "score": ev.cv_error, "cv_error": ev.cv_error,
+        "fold_errors": [float(e) for e in ev.fold_errors],
+        "fold_sizes": [int(c) for c in np.bincount(folds)],
+        "n_folds": int(folds.max()) + 1,
+        "order_used": ev.order_used, "degenerate": bool(ev.degenerate),
+        "heldout_ratio": float(ev.heldout_ratio), "seconds": ev.seconds,
+        "fit_seconds": ev.fit_seconds, "notes": list(ev.notes),
+    }
+
+
+@dataclass(frozen=True)
+class ExactRefit(CVMethod):
+    """Refit CV: t fits per candidate on the training parts (the ground truth)."""
+
+    name: ClassVar[str] = "exact"
+
+
+@dataclass(frozen=True)
+class ClosedForm(CVMethod):
+    """Exact t-fold CV of krr/lssvm from one eigendecomposition per kernel setting.
+
+    Cost: one ``eigh`` (O(n^3)) per setting plus O(n^2 (t + n/t)) per lam.
+    """
+
+    name: ClassVar[str] = "closed-form"
+    dense_matrices: ClassVar[float] = 3.0
+
+    def bind(self, machine, kernel, random_state=None):
+        if machine.loss.name != "square":
+            raise KernelCVError(
+                f"method 'closed-form' is exact only for krr and lssvm, not "
+                f"{machine.name!r}; use method='bif' (fast) or 'exact'")
+        return self
+
+    def _setting_state(self, K, fold_ids, machine):
+        return ClosedFormCV(K, fold_ids, fit_intercept=machine.fit_intercept)
+
+    def _evaluate_options(self, state):
+        return {"closed": state}
+
+
+@dataclass(frozen=True)
+class GranularityRule:
+    """Granularity selection: t and the BIF order per lam from a tolerated error.
+
+    ``epsilon``: the tolerated gap between approximate and exact CV (> delta / 2);
+    ``rule``: ``"adaptive"`` (stop the series once its observed tail is below the
+    tolerance) or ``"bound"`` (the paper's order from eq. 6); both are reported.
+    """
+
+    epsilon: float
+    rule: str = "adaptive"
+
+
+@dataclass(frozen=True)
+class BIF(CVMethod):
+    """One full fit plus the BIF series of order ``order`` per candidate.
+
+    ``order``: int >= 1, ``"inf"`` or ``"auto"`` (``tol`` relative to max|F|);
+    ``granularity``: a :class:`GranularityRule` choosing t and r per lam instead (the
+    search's fixed folds then serve only the degeneracy checks). Cost: one warm-started
+    fit plus O(n |A| t) per order; about 1.2 fits at r = 5.
+    """
+
+    name: ClassVar[str] = "bif"
+    exact: ClassVar[bool] = False
+    safeguarded: ClassVar[bool] = True
+
+    order: object = "inf"
+    tol: float = 1e-6
+    granularity: GranularityRule | None = None
+
+    def __post_init__(self):
+        if self.granularity is None:
+            object.__setattr__(self, "order", parse_order(self.order))
+        else:
+            object.__setattr__(self, "order", None)
+            if self.granularity.rule not in RULES:
+                raise KernelCVError(f"granularity must be one of {', '.join(RULES)}, "
+                                    f"got {self.granularity.rule!r}")
+        object.__setattr__(self, "tol", float(self.tol))
+
+    def bind(self, machine, kernel, random_state=None):
+        if self.granularity is None:
+            return self
+        epsilon = check_tolerance(self.granularity.epsilon, loss_delta(machine))
+        return replace(self, granularity=replace(self.granularity, epsilon=epsilon))
+
+    def base_folds(self, folds, n_samples):
+        # Granularity selection chooses t per lam; fixed 10 folds serve the degeneracy
+        # checks (n folds below 10 samples).
+        return folds if self.granularity is None else min(10, n_samples)
+
+    def config_entries(self, machine):
+        entries = {**super().config_entries(machine), "order": self.order, "tol": self.tol}
+        if self.granularity is not None:
+            entries.update({"folds": "auto", "epsilon": self.granularity.epsilon,
+                            "granularity": self.granularity.rule})
+        return entries
+
+    def reported_folds(self, fold_ids):
+        return "auto" if self.granularity is not None else super().reported_folds(fold_ids)
+
+    def reported_order(self):
+        return self.order
+
+    def _setting_state(self, K, fold_ids, machine):
+        return {"kappa": float(np.max(np.diag(K))), "folds": {}}
+
+    def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
+        if self.granularity is None:
+            ev = evaluate_lam(K, y, fold_ids, lam, machine, "bif", order=self.order,
+                              tol=self.tol, warm=previous)
+            return cv_record(ev, lam, fold_ids), (ev.fit if ev.fit is not None else previous)
+        rule, delta = self.granularity, loss_delta(machine)
+        choice = bound_rule(rule.epsilon, delta=delta, lam=lam, kappa=state["kappa"],
+                            n_samples=y.shape[0])
+        t = choice.n_folds
+        if t not in state["folds"]:
+            state["folds"][t] = make_folds(y, t, machine.is_classifier, random_state)
+        folds = state["folds"][t]
+        # Adaptive rule: same t, stop once the observed series tail is below the tolerance.
+        adaptive = evaluate_lam(K, y, folds, lam, machine, "bif", order="auto", tol=self.tol,
+                                atol=adaptive_tolerance(rule.epsilon, delta), warm=previous)
+        ev = adaptive
+        if rule.rule == "bound":
+            ev = evaluate_lam(K, y, folds, lam, machine, "bif", order=choice.order,
+                              tol=self.tol, warm=adaptive.fit)
+            ev.seconds += adaptive.seconds
+        record = cv_record(ev, lam, folds)
+        record["granularity"] = {"rule": rule.rule, **choice.to_dict(),
+                                 "order_adaptive": adaptive.order_used}
+        return record, (ev.fit if ev.fit is not None else previous)
+
+    def candidate_folds(self, y, fold_ids, n_folds, machine, random_state):
+        # With granularity selection a candidate's own t, with the same seeded assignment
+        # as its approximate value.
+        if self.granularity is None:
+            return fold_ids
+        return make_folds(y, int(n_folds), machine.is_classifier, random_state)
+
+
+@dataclass(frozen=True)
+class GACV(CVMethod):
+    """Wahba's generalised approximate CV of the hinge SVM: one fit per candidate.
+
+    Its value ranks candidates but is not a CV error; the safeguards recheck degenerate
+    candidates and confirm the best by exact refit CV.
+    """
+
+    name: ClassVar[str] = "gacv"
+    exact: ClassVar[bool] = False
+    safeguarded: ClassVar[bool] = True
+    score_is_error: ClassVar[bool] = False
+    dense_matrices: ClassVar[float] = 2.0
+
+    def bind(self, machine, kernel, random_state=None):
+        if machine.name != "svm":
+            raise KernelCVError(f"method 'gacv' is defined for the hinge SVM (machine "
+                                f"'svm'), not {machine.name!r}")
+        return self
+
+    def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
+        tic = time.perf_counter()
+        start = {} if previous is None else {"alpha0": previous.alpha,
+                                             "intercept0": previous.intercept}
+        fit = machine.fit(K, y, lam, **start)
+        fit_seconds = time.perf_counter() - tic
+        value = float(gacv(K, y, fit, lam, machine=machine))
+        ratio = heldout_ratio(K, fit.alpha, fold_ids)
+        record = {
+            "lam": lam, "score": value, "cv_error": None, "fold_errors": None,
+            "fold_sizes": None, "n_folds": int(fold_ids.max()) + 1, "order_used": None,
+            "degenerate": bool(ratio < DEGENERATE_RATIO), "heldout_ratio": float(ratio),
+            "seconds": time.perf_counter() - tic, "fit_seconds": fit_seconds, "notes": [],
+        }
+        return record, fit

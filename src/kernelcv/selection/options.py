@@ -1,0 +1,164 @@
+"""Option groups of a search as small frozen values, each validated once where it is built.
+
+:func:`kernelcv.selection.search.run_search` takes the machine, a CV method object
+(:mod:`kernelcv.selection.methods`) and these groups: the search space
+(:class:`SearchSpace`), the safeguards (:class:`Safeguards`) and the execution
+(:class:`Execution`). The flat keyword interfaces (``grid_search``, ``KernelSearchCV``, the
+CLI) build them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..criteria.random_features import c_to_lam
+from ..exceptions import KernelCVError
+from ..kernels import KERNELS
+from .grids import check_grid, default_degrees
+
+AVERAGES = ("pooled", "folds")
+
+
+def kernel_settings(kernel, gammas=None, degrees=None, *, gamma=None, degree=3, coef0=1.0,
+                    default_gammas=None):
+    """The kernel settings of a grid and the name of the varied parameter.
+
+    rbf/laplace vary gamma (default grid: ``default_gammas``); poly varies the degree
+    (default 1..8) at a fixed ``gamma`` (default 1) and ``coef0``; linear has one setting.
+    """
+    if kernel not in KERNELS:
+        raise KernelCVError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
+    if kernel in ("rbf", "laplace"):
+        if degrees is not None:
+            raise KernelCVError(f"kernel {kernel!r} has no degree; give a gamma grid")
+        values = check_grid(default_gammas if gammas is None else gammas, "gamma")
+        return [{"kernel": kernel, "gamma": g} for g in values], "gamma"
+    if kernel == "poly":
+        if gammas is not None:
+            raise KernelCVError("the poly grid varies the degree; give gamma as one value")
+        values = check_grid(default_degrees() if degrees is None else degrees, "degree",
+                            integer=True)
+        g = 1.0 if gamma is None else check_grid([gamma], "gamma")[0]
+        c = float(coef0)
+        if not np.isfinite(c) or c < 0:
+            raise KernelCVError(f"coef0 must be a finite number >= 0, got {coef0!r}")
+        return [{"kernel": "poly", "gamma": g, "degree": d, "coef0": c} for d in values], \
+            "degree"
+    if gammas is not None or degrees is not None:
+        raise KernelCVError("the linear kernel has no parameter to search; give only lam")
+    return [{"kernel": "linear"}], None
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The candidates: kernel settings, each with its lam values.
+
+    Build it with :meth:`grid` (a product grid; defaults are the CV method's) or
+    :meth:`explicit` (given settings with one lam list each, as ``KernelSearchCV`` does).
+    Default lam grids and C grids depend on the number of samples, so :meth:`resolve`
+    returns the settings with their lam lists once n is known.
+    """
+
+    kernel: str
+    param_name: str | None
+    settings: tuple
+    lams: tuple | None = None
+    Cs: tuple | None = None
+    setting_lams: tuple | None = None
+
+    @classmethod
+    def grid(cls, kernel="rbf", gammas=None, degrees=None, lams=None, *, gamma=None,
+             degree=3, coef0=1.0, Cs=None, default_gammas=None) -> SearchSpace:
+        """A product grid of kernel settings x lam (``Cs``: lam = 1 / (2 n C) instead)."""
+        settings, param_name = kernel_settings(kernel, gammas, degrees, gamma=gamma,
+                                               degree=degree, coef0=coef0,
+                                               default_gammas=default_gammas)
+        if Cs is not None and lams is not None:
+            raise KernelCVError("give either a lam grid or a C grid, not both")
+        return cls(kernel=kernel, param_name=param_name, settings=tuple(settings),
+                   lams=None if lams is None else tuple(check_grid(lams, "lam")),
+                   Cs=None if Cs is None else tuple(check_grid(Cs, "C")))
+
+    @classmethod
+    def explicit(cls, kernel, settings, setting_lams) -> SearchSpace:
+        """Given kernel settings with one lam list per setting."""
+        param_name = "gamma" if kernel in ("rbf", "laplace") else (
+            "degree" if kernel == "poly" else None)
+        return cls(kernel=kernel, param_name=param_name, settings=tuple(settings),
+                   setting_lams=tuple(tuple(check_grid(values, "lam"))
+                                      for values in setting_lams))
+
+    def resolve(self, n_samples: int, method) -> tuple[list[dict], list[list[float]]]:
+        """The settings and one lam list per setting for n samples (method's defaults)."""
+        if self.setting_lams is not None:
+            return list(self.settings), [list(values) for values in self.setting_lams]
+        if self.lams is not None:
+            values = list(self.lams)
+        elif self.Cs is not None:
+            values = [float(v) for v in c_to_lam(self.Cs, n_samples)]
+        else:
+            values = check_grid(method.default_lams(n_samples), "lam")
+        return list(self.settings), [values] * len(self.settings)
+
+
+@dataclass(frozen=True)
+class Safeguards:
+    """Exact refits after an approximate search.
+
+    ``confirm``: the best candidates confirmed by exact refit CV at least (0 switches the
+    confirmation off; more are confirmed while the next approximate score beats the best
+    exact error so far, at most 5x); ``recheck_degenerate``: re-evaluate degenerate
+    candidates exactly.
+    """
+
+    confirm: int = 3
+    recheck_degenerate: bool = True
+
+    def __post_init__(self):
+        confirm = self.confirm
+        if isinstance(confirm, bool) or not isinstance(confirm, int | np.integer) \
+                or confirm < 0:
+            raise KernelCVError(f"confirm must be an integer >= 0, got {confirm!r}")
+
+
+@dataclass(frozen=True)
+class Execution:
+    """Where and how the work runs, and what it may use.
+
+    ``n_jobs``, ``backend``, ``scheduler``: parallel execution of the kernel settings (see
+    :func:`kernelcv.selection.backends.run_tasks`); ``checkpoint``: a JSON Lines file of
+    finished work (a rerun resumes); ``progress``: ``progress(stage, done, total)``;
+    ``memory_budget``: bytes or e.g. ``"8G"`` (see :mod:`kernelcv.memory`).
+    """
+
+    n_jobs: int | None = 1
+    backend: str = "auto"
+    scheduler: object = None
+    checkpoint: object = None
+    progress: Callable | None = None
+    memory_budget: object = None
+
+    @property
+    def parallel(self) -> bool:
+        """Whether tasks leave this process (then they get X, not a Gram-matrix cache)."""
+        return self.workers > 1 or self.scheduler is not None
+
+    @property
+    def workers(self) -> int:
+        """Local workers holding matrices at once (1 on a cluster: its memory, not ours)."""
+        if self.scheduler is not None or self.backend == "dask":
+            return 1
+        if self.n_jobs is None or self.backend == "sequential":
+            return 1
+        if self.n_jobs == -1:
+            return os.cpu_count() or 1
+        return max(int(self.n_jobs), 1)
+
+    def report(self, stage: str, done: int, total: int):
+        """Advance the progress callback, if any."""
+        if self.progress is not None:
+            self.progress(stage, done, total)
