@@ -33,6 +33,9 @@ from contextlib import nullcontext
 
 import numpy as np
 
+from ..exceptions import KernelCVError
+from . import evaluate as evaluation
+
 # LIBSVM kernel cache of the refits that compute kernel rows themselves (MB).
 SVC_CACHE_MB = 500
 
@@ -116,14 +119,12 @@ def machine_refit_cv(K, y, fold_ids, lams, machine) -> list[dict]:
     that fails (:class:`KernelCVError`, e.g. non-finite predictions at a tiny lam) gives
     ``cv_error`` and ``fold_errors`` None.
     """
-    from ..exceptions import KernelCVError
-    from .evaluate import evaluate_lam
 
     records = []
     for lam in lams:
         start = time.perf_counter()
         try:
-            ev = evaluate_lam(K, y, fold_ids, float(lam), machine, "exact")
+            ev = evaluation.evaluate_lam(K, y, fold_ids, float(lam), machine, "exact")
         except KernelCVError:
             records.append({"cv_error": None, "fold_errors": None,
                             "seconds": time.perf_counter() - start})
