@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo bench bench-select bench-tune bench-hypothetical bench-papers bench-rff lint clean
+.PHONY: test test-slow demo bench bench-select bench-tune bench-hypothetical bench-papers bench-rff lint imports clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff check src tests benchmarks tools
 	$(PY) -m pytest -q
 
 test-slow: $(STAMP)
@@ -42,7 +42,11 @@ bench-papers: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m kernelcv bench --quick --out bench-results
 
 lint: $(STAMP)
-	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff check src tests benchmarks tools
+
+# The package's internal import graph by top-level package, with each one's layer.
+imports: $(STAMP)
+	$(PY) tools/import_graph.py --packages
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache

@@ -1,0 +1,170 @@
+"""Print the internal import graph of kernelcv (stdlib ``ast`` only; nothing is imported).
+
+For each module of ``src/kernelcv``: ``module -> the kernelcv modules it imports``, an
+import made inside a function body marked ``(in function)``. With ``--packages`` the
+modules collapse to their top-level package or module, each shown with its layer from
+the list below (lower first; a layer may import only from itself and lower layers), and
+an import of a higher layer is marked ``(upward)``::
+
+    python tools/import_graph.py               # module by module
+    python tools/import_graph.py --packages    # top-level packages with their layers
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = "kernelcv"
+
+# Lower first; each layer may import only from itself and the layers below.
+LAYERS = (
+    ("exceptions", "memory", "_threads"),
+    ("validation", "datasets", "_synthetic"),
+    ("kernels", "features"),
+    ("machines",),
+    ("criteria", "hypothetical", "cv"),
+    ("selection",),
+    ("estimators",),
+    ("reports", "experiments", "plotting", "demo"),
+    ("cli",),
+)
+LAYER = {name: number for number, names in enumerate(LAYERS) for name in names}
+
+
+def module_names(root: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every ``.py`` file of the package."""
+    modules = {}
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _base(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The absolute module an ``ImportFrom`` names (resolving leading dots)."""
+    if not node.level:
+        return node.module or ""
+    parts = module.split(".")
+    if not is_package:
+        parts.pop()
+    if node.level > 1:
+        parts = parts[:len(parts) - (node.level - 1)]
+    return ".".join([*parts, node.module] if node.module else parts)
+
+
+def _owner(name: str, modules: dict[str, Path]) -> str | None:
+    """The longest known module that ``name`` is or lies in."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+class _Imports(ast.NodeVisitor):
+    """Collects (imported kernelcv module, inside a function?) pairs of one module."""
+
+    def __init__(self, module: str, is_package: bool, modules: dict[str, Path]):
+        self.module, self.is_package, self.modules = module, is_package, modules
+        self.found: dict[str, bool] = {}  # target -> imported inside a function (at least once)
+        self.depth = 0
+
+    def _add(self, name: str):
+        target = _owner(name, self.modules)
+        if target is None or target == self.module:
+            return
+        self.found[target] = self.found.get(target, False) or self.depth > 0
+
+    def visit_FunctionDef(self, node):
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Import(self, node):
+        for alias in node.names:
+            if alias.name.split(".")[0] == PACKAGE:
+                self._add(alias.name)
+
+    def visit_ImportFrom(self, node):
+        base = _base(self.module, self.is_package, node)
+        if base.split(".")[0] != PACKAGE:
+            return
+        for alias in node.names:  # `from pkg import submodule` names a module
+            full = f"{base}.{alias.name}"
+            self._add(full if full in self.modules else base)
+
+
+def import_graph(root: Path = ROOT) -> dict[str, dict[str, bool]]:
+    """module -> {imported kernelcv module: imported inside a function somewhere}."""
+    modules = module_names(root)
+    graph = {}
+    for module, path in modules.items():
+        visitor = _Imports(module, path.name == "__init__.py", modules)
+        visitor.visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        graph[module] = visitor.found
+    return graph
+
+
+def top_level(module: str) -> str:
+    """``kernelcv.selection.search`` -> ``selection``; the package itself stays ``kernelcv``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _label(name: str) -> str:
+    layer = LAYER.get(name)
+    return f"{name} [{'-' if layer is None else layer}]"
+
+
+def collapse(graph: dict[str, dict[str, bool]]) -> dict[str, dict[str, bool]]:
+    """The graph between top-level packages and modules (imports inside one dropped)."""
+    packages: dict[str, dict[str, bool]] = {}
+    for module, targets in graph.items():
+        source = top_level(module)
+        edges = packages.setdefault(source, {})
+        for target, in_function in targets.items():
+            name = top_level(target)
+            if name != source:
+                edges[name] = edges.get(name, False) or in_function
+    return packages
+
+
+def render(graph: dict[str, dict[str, bool]], layers: bool) -> list[str]:
+    order = sorted(graph, key=lambda name: (LAYER.get(name, len(LAYERS)), name)) if layers \
+        else sorted(graph)
+    lines = []
+    for source in order:
+        items = []
+        for target in sorted(graph[source], key=lambda name: (LAYER.get(name, -1), name)):
+            text = _label(target) if layers else target
+            marks = []
+            if graph[source][target]:
+                marks.append("in function")
+            if layers and LAYER.get(target, -1) > LAYER.get(source, len(LAYERS)):
+                marks.append("upward")
+            items.append(f"{text} ({', '.join(marks)})" if marks else text)
+        head = _label(source) if layers else source
+        lines.append(f"{head} -> {', '.join(items) if items else '(nothing)'}")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--packages", action="store_true",
+                        help="collapse to top-level packages/modules with their layers")
+    args = parser.parse_args(argv)
+    graph = import_graph()
+    print("\n".join(render(collapse(graph) if args.packages else graph, args.packages)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
