@@ -81,6 +81,8 @@ class CVMethod:
     Class attributes
     ----------------
     name : the method's name in reports, checkpoints and the CLI.
+    criterion : the held-out predictions it computes per lam (``"exact"``,
+        ``"closed-form"`` or ``"bif"`` of :func:`kernelcv.criteria.evaluate.evaluate_lam`).
     exact : the scores are exact CV errors (no safeguards needed).
     safeguarded : degenerate rechecks and exact confirmation follow the grid.
     refines : an exact local refinement follows the grid.
@@ -89,6 +91,7 @@ class CVMethod:
     """
 
     name: ClassVar[str] = ""
+    criterion: ClassVar[str] = "exact"
     exact: ClassVar[bool] = True
     safeguarded: ClassVar[bool] = False
     refines: ClassVar[bool] = False
@@ -172,7 +175,7 @@ class CVMethod:
         return None
 
     def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
-        ev = evaluate_lam(K, y, fold_ids, lam, machine, self.name, warm=previous,
+        ev = evaluate_lam(K, y, fold_ids, lam, machine, self.criterion, warm=previous,
                           **self._evaluate_options(state))
         return cv_record(ev, lam, fold_ids), (ev.fit if ev.fit is not None else previous)
 
@@ -236,6 +239,7 @@ class ClosedForm(CVMethod):
     """
 
     name: ClassVar[str] = "closed-form"
+    criterion: ClassVar[str] = "closed-form"
     dense_matrices: ClassVar[float] = 3.0
 
     def bind(self, machine, kernel, random_state=None):
@@ -276,6 +280,7 @@ class BIF(CVMethod):
     """
 
     name: ClassVar[str] = "bif"
+    criterion: ClassVar[str] = "bif"
     exact: ClassVar[bool] = False
     safeguarded: ClassVar[bool] = True
 
@@ -322,7 +327,7 @@ class BIF(CVMethod):
 
     def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
         if self.granularity is None:
-            ev = evaluate_lam(K, y, fold_ids, lam, machine, "bif", order=self.order,
+            ev = evaluate_lam(K, y, fold_ids, lam, machine, self.criterion, order=self.order,
                               tol=self.tol, warm=previous)
             return cv_record(ev, lam, fold_ids), (ev.fit if ev.fit is not None else previous)
         rule, delta = self.granularity, loss_delta(machine)
@@ -333,11 +338,12 @@ class BIF(CVMethod):
             state["folds"][t] = make_folds(y, t, machine.is_classifier, random_state)
         folds = state["folds"][t]
         # Adaptive rule: same t, stop once the observed series tail is below the tolerance.
-        adaptive = evaluate_lam(K, y, folds, lam, machine, "bif", order="auto", tol=self.tol,
-                                atol=adaptive_tolerance(rule.epsilon, delta), warm=previous)
+        adaptive = evaluate_lam(K, y, folds, lam, machine, self.criterion, order="auto",
+                                tol=self.tol, atol=adaptive_tolerance(rule.epsilon, delta),
+                                warm=previous)
         ev = adaptive
         if rule.rule == "bound":
-            ev = evaluate_lam(K, y, folds, lam, machine, "bif", order=choice.order,
+            ev = evaluate_lam(K, y, folds, lam, machine, self.criterion, order=choice.order,
                               tol=self.tol, warm=adaptive.fit)
             ev.seconds += adaptive.seconds
         record = cv_record(ev, lam, folds)
