@@ -31,8 +31,8 @@ from sklearn.model_selection import GridSearchCV, PredefinedSplit, train_test_sp
 from sklearn.svm import SVC
 
 from kernelcv import grid_search
+from kernelcv.estimators import ESTIMATORS
 from kernelcv.selection.grids import default_gammas, default_lams
-from kernelcv.selection.search_cv import ESTIMATORS
 from kernelcv.validation import make_folds
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "libsvm"

@@ -269,7 +269,7 @@ def test_search_cv_final_model_uses_best_params(data, monkeypatch):
         captured.update(kwargs["best"])
         return original(*args, **kwargs)
 
-    monkeypatch.setattr("kernelcv.selection.search_cv.fit_final", spy)
+    monkeypatch.setattr("kernelcv.estimators.search_cv.fit_final", spy)
     search = KernelSearchCV("svm", {"lam": [1e-2, 1e-4], "gamma": [0.05, 0.5]},
                             method="rff", folds=3, features=20).fit(X, y)
     assert captured == {"gamma": search.best_params_["gamma"],

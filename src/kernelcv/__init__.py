@@ -2,11 +2,11 @@
 
 from .criteria.result import CVResult
 from .cv import cross_validate, cross_validate_path
+from .estimators import KernelSearchCV
 from .exceptions import KernelCVError, MemoryBudgetError
 from .kernels import GramFactory, Kernel, make_kernel
 from .machines import MACHINES, make_machine
 from .selection.search import SearchResult, grid_search
-from .selection.search_cv import KernelSearchCV
 
 __version__ = "0.1.0"
 

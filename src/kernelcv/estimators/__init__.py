@@ -20,6 +20,10 @@ descent on a smoothed closed-form leave-one-out error (:mod:`kernelcv.criteria.s
 choose their structural parameter (lam, or the mu that selects features or training
 objects) by the non-enumerative criterion of :mod:`kernelcv.hypothetical`.
 
+:class:`KernelSearchCV` searches kernel parameters and lam of the first five by the fast
+CV criteria of :mod:`kernelcv.selection`; ``ESTIMATORS`` maps each machine name to its
+estimator class.
+
 All of them minimise ``(1/n) sum_i loss(y_i, f(x_i)) + lam * alpha' K alpha`` with
 ``f = K alpha (+ b)``. They keep the training data (``X_fit_``) because predicting needs the
 kernel between new points and the training points.
@@ -32,13 +36,16 @@ from ._classifiers import HuberSVMClassifier, L2SVMClassifier, LSSVMClassifier
 from ._hypothetical import EnetSVMClassifier, HypotheticalRidgeCV, RelevanceSVMClassifier
 from ._regressors import HuberSVMRegressor, KernelRidgeRegressor
 from ._smooth_loo import SmoothLOOLSSVMClassifier
+from .search_cv import ESTIMATORS, KernelSearchCV
 
 __all__ = [
+    "ESTIMATORS",
     "EnetSVMClassifier",
     "HuberSVMClassifier",
     "HuberSVMRegressor",
     "HypotheticalRidgeCV",
     "KernelRidgeRegressor",
+    "KernelSearchCV",
     "L2SVMClassifier",
     "LSSVMClassifier",
     "RelevanceSVMClassifier",

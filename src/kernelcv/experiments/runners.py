@@ -47,9 +47,9 @@ from sklearn.kernel_ridge import KernelRidge
 from sklearn.model_selection import GridSearchCV, PredefinedSplit
 from sklearn.svm import SVC, SVR
 
+from ..estimators import ESTIMATORS
 from ..exceptions import KernelCVError
 from ..selection.search import grid_search
-from ..selection.search_cv import ESTIMATORS
 
 REFERENCE = "exact t=10"
 SAFE = "BIF inf +3 exact"  # what `kernelcv select` does by default for the SVMs

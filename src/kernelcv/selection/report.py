@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..datasets import load_data, load_train_test, read_fold_ids
+from ..estimators import ESTIMATORS
 from ..exceptions import KernelCVError
 from ..kernels import GramFactory
 from ..machines import make_machine
@@ -28,7 +29,6 @@ from .backends import run_tasks
 from .final import check_final_kernel, fit_final
 from .refine import refine_for_final
 from .search import APPROXIMATE, grid_search
-from .search_cv import ESTIMATORS
 from .tasks import evaluate_setting, exact_candidate
 
 REPORT_NAME = "report.json"
