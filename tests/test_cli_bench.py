@@ -129,7 +129,7 @@ def test_missing_matplotlib_is_refused_up_front(data_dir, tmp_path, capsys, monk
     def missing():
         raise KernelCVError("plots need matplotlib: pip install 'kernelcv[plot]'")
 
-    monkeypatch.setattr(kernelcv.plotting, "_figure_class", missing)
+    monkeypatch.setattr(kernelcv.plotting, "figure_class", missing)
     out = tmp_path / "out"
     assert _bench("--data-dir", str(data_dir), "--out", str(out)) == 2
     assert "--no-figures" in capsys.readouterr().err

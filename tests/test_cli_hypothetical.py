@@ -275,9 +275,9 @@ def test_a_failing_figure_leaves_no_files(tmp_path, capsys, monkeypatch):
 
 def test_unwritable_out_is_refused_before_the_work(tmp_path, capsys, monkeypatch):
     import kernelcv.hypothetical.report as report_module
-    import kernelcv.selection.report as selection_report
+    import kernelcv.reports.io as reports_io
 
-    monkeypatch.setattr(selection_report.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(reports_io.os, "access", lambda path, mode: False)
     called = []
     monkeypatch.setattr(report_module, "ridge_path", lambda *a, **k: called.append(1))
     data, _, _ = _write_regression(tmp_path)

@@ -338,7 +338,7 @@ def test_test_labels_are_checked_before_the_search(capsys, files, tmp_path, monk
     def no_search(*args, **kwargs):
         raise AssertionError("the search ran")
 
-    monkeypatch.setattr("kernelcv.selection.report.grid_search", no_search)
+    monkeypatch.setattr("kernelcv.reports.select.grid_search", no_search)
     line = _assert_one_line_error(*_run(
         capsys, "select", files["train"], "--machine", "l2svm", "--test", path))
     assert "test labels [3.0]" in line
@@ -560,7 +560,7 @@ def test_checkpoint_survives_kill_9(tmp_path):
 def test_curve_orders_are_bif_cv_values():
     """The low-order curves of cv_curve.png are BIF CV errors on the search's folds."""
     from kernelcv import cross_validate, grid_search
-    from kernelcv.selection.report import _bif_along
+    from kernelcv.reports.select import _bif_along
 
     X, y = make_synthetic(80, n_features=4, random_state=5)
     result = grid_search(X, y, "l2svm", gammas=[0.05, 0.5], lams=[0.01], folds=4)

@@ -24,8 +24,8 @@ from kernelcv.datasets import make_synthetic
 from kernelcv.estimators import L2SVMClassifier, LSSVMClassifier
 from kernelcv.exceptions import KernelCVError
 from kernelcv.features import FeatureMap, LinearFeatureModel, feature_memory
+from kernelcv.reports.select import run_select
 from kernelcv.selection import final
-from kernelcv.selection.report import run_select
 from kernelcv.selection.search import grid_search
 from kernelcv.validation import make_folds
 
@@ -130,7 +130,7 @@ def test_final_kernel_over_budget_is_refused_before_the_search(capsys, train_fil
     def no_search(*args, **kwargs):
         raise AssertionError("the search ran")
 
-    monkeypatch.setattr("kernelcv.selection.report.grid_search", no_search)
+    monkeypatch.setattr("kernelcv.reports.select.grid_search", no_search)
     path = train_file / "train.svm"
     with pytest.raises(KernelCVError, match="final exact lssvm"):
         run_select(path, machine="lssvm", method="rff", test=path, final="kernel",

@@ -1,6 +1,6 @@
 """The ``kernelcv select`` subcommand: options, progress bar and the readable summary.
 
-The work is done by :func:`kernelcv.selection.report.run_select`; this module only turns
+The work is done by :func:`kernelcv.reports.select.run_select`; this module only turns
 command-line options into its arguments and its report into text.
 """
 
@@ -14,9 +14,9 @@ from ._cli_options import budget_arg, order_arg
 from .exceptions import KernelCVError
 from .kernels import KERNELS
 from .machines import MACHINES
+from .reports.select import run_select
 from .selection.granularity import RULES
 from .selection.grids import parse_grid, sigma_to_gamma
-from .selection.report import run_select
 from .selection.search import METHODS
 
 DEFAULT_TOP = 5

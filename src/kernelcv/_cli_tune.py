@@ -23,8 +23,8 @@ from .datasets import SUPPORTED_FORMATS, load_data
 from .estimators._smooth_loo import SmoothLOOLSSVMClassifier, fixed_parameter_cv
 from .exceptions import KernelCVError
 from .memory import check_dense_budget
+from .reports.io import check_writable_folder, jsonable, write_all
 from .selection.grids import parse_grid
-from .selection.report import _check_writable_folder, _write_all, jsonable
 
 REPORT_NAME = "report.json"
 
@@ -109,7 +109,7 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
     tic = time.perf_counter()
     spec = make_spec(kernels, betas, ard, tune_C)
     if out is not None:
-        _check_writable_folder(out)
+        check_writable_folder(out)
     estimator = SmoothLOOLSSVMClassifier(
         kernels=spec.kernels, betas=spec.betas, ard=ard, C=C, tune_C=tune_C, gamma_s=gamma_s,
         fit_intercept=fit_intercept, multiclass=multiclass, optimizer=optimizer,
@@ -176,7 +176,7 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
     if out is not None:
         report["files"] = [os.path.join(os.fspath(out), REPORT_NAME)]
         payload = (json.dumps(jsonable(report), indent=2, allow_nan=False) + "\n").encode()
-        _write_all(out, {REPORT_NAME: payload})
+        write_all(out, {REPORT_NAME: payload})
     else:
         report["files"] = []
     return report

@@ -33,7 +33,7 @@ from .datasets import SUPPORTED_FORMATS, load_data, read_fold_ids
 from .exceptions import KernelCVError
 from .kernels import KERNELS
 from .machines import CLASSIFIERS, MACHINES
-from .selection.report import jsonable
+from .reports.io import jsonable
 
 __all__ = ["build_parser", "main", "run_cv"]
 

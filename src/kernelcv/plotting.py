@@ -8,13 +8,14 @@ through ``pyplot``: no global state is touched, no window is opened, no backend 
 selected for the whole process, and figures can be made from several threads at once.
 PNG output goes through the Agg renderer when the figure is saved. Use
 :func:`save_figure` to write a figure so that a reader never sees half a file.
+:func:`figure_class` gives the ``Figure`` class to other figure makers (the reports,
+the bench), with the same advice when matplotlib is missing.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .exceptions import KernelCVError
+from .reports.io import new_file_mode
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["cv_curve_figure", "heatmap_figure", "save_figure"]
+__all__ = ["cv_curve_figure", "figure_class", "heatmap_figure", "save_figure"]
 
 _MISSING_MATPLOTLIB = "plots need matplotlib: pip install 'kernelcv[plot]'"
 
@@ -37,7 +39,7 @@ _LINEAR_PARAMS = frozenset({"degree"})
 _MAX_TICKS = 12
 
 
-def _figure_class() -> type[Figure]:
+def figure_class() -> type[Figure]:
     """Import matplotlib on first use, or explain how to install it."""
     try:
         from matplotlib.figure import Figure
@@ -179,7 +181,7 @@ def heatmap_figure(
         log2 axis is not positive, ``best`` lies outside the grid, or ``cmap`` names
         no known colour map.
     """
-    Figure = _figure_class()
+    Figure = figure_class()
     records = list(records)
     if not records:
         raise KernelCVError("no candidates to plot: the selection produced no records")
@@ -302,7 +304,7 @@ def cv_curve_figure(
         differ in length or are empty, or a parameter value is not finite (or not
         positive on a log2 axis).
     """
-    Figure = _figure_class()
+    Figure = figure_class()
     if not curves:
         raise KernelCVError("no curves to plot: give at least one method")
     log_x = _is_log(param, log_param)
@@ -341,17 +343,6 @@ def cv_curve_figure(
     return fig
 
 
-def _new_file_mode() -> int:
-    """Permissions a freshly created file would get under the current umask."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            match = re.search(r"^Umask:\s*([0-7]+)", status.read(), re.MULTILINE)
-        umask = int(match.group(1), 8) if match else 0o022
-    except OSError:
-        umask = 0o022
-    return 0o666 & ~umask
-
-
 def save_figure(fig: Figure, path: str | os.PathLike[str], *, dpi: float = 150) -> None:
     """Write ``fig`` to ``path`` as PNG, atomically.
 
@@ -374,7 +365,7 @@ def save_figure(fig: Figure, path: str | os.PathLike[str], *, dpi: float = 150) 
     try:
         mode = os.stat(path).st_mode & 0o7777
     except OSError:
-        mode = _new_file_mode()
+        mode = new_file_mode()
     tmp = tempfile.NamedTemporaryFile(
         dir=directory, delete=False, suffix=".png", prefix=f".{os.path.basename(path)}."
     )

@@ -29,8 +29,9 @@ import os
 import time
 from pathlib import Path
 
+from .. import plotting
 from ..exceptions import KernelCVError
-from ..selection.report import _png, _write_all
+from ..reports.io import jsonable, png, write_all
 from ..validation import make_folds
 from . import figures, tables
 from .convergence import order_curve
@@ -105,10 +106,8 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
     out = Path(out)
     _check_output(out)
     if figures_:
-        from ..plotting import _figure_class
-
         try:
-            _figure_class()  # fails now, with advice, if matplotlib is missing
+            plotting.figure_class()  # fails now, with advice, if matplotlib is missing
         except KernelCVError as exc:
             raise KernelCVError(f"{exc} (or run without figures: --no-figures)") from None
 
@@ -348,8 +347,6 @@ class _Checkpoint:
         return self.records.get(key)
 
     def add(self, key, record):
-        from ..selection.report import jsonable
-
         self.records[key] = record
         with self.path.open("a") as handle:
             handle.write(json.dumps({"key": key, "record": jsonable(record)}) + "\n")
@@ -369,12 +366,12 @@ def _write_outputs(out: Path, report: dict, with_figures: bool) -> list[str]:
     payloads = {"results.md": tables.to_markdown(report).encode()}
     if with_figures:
         if report["speed"]:
-            payloads["time_ratio.png"] = _png(figures.time_ratio_figure(report["speed"]))
+            payloads["time_ratio.png"] = png(figures.time_ratio_figure(report["speed"]))
         if report["convergence"]:
-            payloads["bif_order.png"] = _png(figures.order_figure(report["convergence"]))
+            payloads["bif_order.png"] = png(figures.order_figure(report["convergence"]))
     names = ["results.json", *payloads]
     report["files"] = [str(out / name) for name in names]
     payloads["results.json"] = tables.to_json(report).encode()
-    _write_all(out, payloads)
+    write_all(out, payloads)
     return report["files"]
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..exceptions import KernelCVError
-from ..plotting import _figure_class
+from ..plotting import figure_class
 
 
 def time_ratio_figure(rows: list[dict]):
@@ -26,7 +26,7 @@ def time_ratio_figure(rows: list[dict]):
     rows = [r for r in rows if r.get("ratio") is not None and math.isfinite(r["ratio"])]
     if not rows:
         raise KernelCVError("no timing ratios to plot (every comparison failed or was skipped)")
-    Figure = _figure_class()
+    Figure = figure_class()
     sets = list(dict.fromkeys(r["set"] for r in rows))
     tables = list(dict.fromkeys(r["table"] for r in rows))
     fig = Figure(figsize=(min(16.0, max(6.0, 1.3 * len(sets) + 2.0)), 4.2))
@@ -63,7 +63,7 @@ def order_figure(curves: list[dict]):
     curves = [c for c in curves if c.get("orders")]
     if not curves:
         raise KernelCVError("no convergence curves to plot")
-    Figure = _figure_class()
+    Figure = figure_class()
     fig = Figure(figsize=(10, 4))
     panels = (("prediction_gap", "mean |f_BIF - f_exact| (held out)", True),
               ("cv_gap", "|CV_BIF - CV_exact|", False))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 
-from ..selection.report import jsonable
+from ..reports.io import jsonable
 
 
 def _num(value, digits=3) -> str:

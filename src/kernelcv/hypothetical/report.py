@@ -76,10 +76,10 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
         raise KernelCVError("kernels and similarity matrices belong to --model relevance")
     noise_var = _noise_var(model, noise_var)
     # imported here: kernelcv.selection imports the estimators, which import this package
-    from ..selection.report import _check_writable_folder, _write_all, jsonable
+    from ..reports.io import check_writable_folder, jsonable, write_all
 
     if out is not None:
-        _check_writable_folder(out)
+        check_writable_folder(out)
     loaded = [_load_similarity(s) for s in similarities or []]
     if isinstance(data, tuple):
         X, y = data
@@ -116,7 +116,7 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
                            for name in (*outputs, REPORT_NAME)]
         outputs[REPORT_NAME] = (json.dumps(jsonable(report), indent=2, allow_nan=False)
                                 + "\n").encode()
-        _write_all(out, outputs)
+        write_all(out, outputs)
     return report
 
 
@@ -173,11 +173,11 @@ def _relevance(X, y, kernels, similarities, mus, C, noise_var, loo):
 
 def path_figure(report):
     """The figure pair: exact LOO (or GCV) and the criterion against the path parameter."""
-    from ..plotting import _figure_class
+    from ..plotting import figure_class
 
     if report["model"] == "svm":
         raise KernelCVError("the figure shows a mu or lam path; use --model enet or ridge")
-    fig = _figure_class()(figsize=(9, 3.5))
+    fig = figure_class()(figsize=(9, 3.5))
     left, right = fig.subplots(1, 2)
     if report["model"] in ("enet", "relevance"):
         grid, name = report["mus"], "mu"

@@ -1,0 +1,337 @@
+"""``run_select``: the library side of ``kernelcv select`` (load, search, test, report, write).
+
+Everything that can be checked before the search is checked first (files, options, the
+output folder, matplotlib for ``--plot``), so a bad invocation fails in a second and
+writes nothing. Output files are rendered in memory and then written atomically by
+:func:`kernelcv.reports.io.write_all`: a reader never sees half a file and a failed run
+leaves no partial report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..datasets import load_data, load_train_test, read_fold_ids
+from ..estimators import ESTIMATORS
+from ..exceptions import KernelCVError
+from ..kernels import GramFactory
+from ..machines import make_machine
+from ..plotting import cv_curve_figure, figure_class, heatmap_figure
+from ..selection.backends import run_tasks
+from ..selection.final import check_final_kernel, fit_final
+from ..selection.refine import refine_for_final
+from ..selection.search import APPROXIMATE, grid_search
+from ..selection.tasks import evaluate_setting, exact_candidate
+from ..validation import check_data
+from .io import check_writable_folder, jsonable, png, write_all
+
+REPORT_NAME = "report.json"
+HEATMAP_NAME = "cv_heatmap.png"
+CURVE_NAME = "cv_curve.png"
+CURVE_ORDERS = (1, 3)  # BIF orders drawn in the CV-curve figure
+FINALS = ("auto", "kernel", "linear")
+# Up to this many samples the CV-curve figure of an rff search adds exact refit CV.
+RFF_EXACT_CURVE_LIMIT = 2000
+
+
+def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=None,
+               epsilon=None, granularity="adaptive", order="inf", gammas=None, degrees=None,
+               lams=None, gamma=None, coef0=1.0, huber_width=0.01, svr_epsilon=0.1,
+               fit_intercept=None, confirm=3, recheck_degenerate=True, seed=0, test=None,
+               out=None, plot=False, checkpoint=None, n_jobs=1, scheduler=None,
+               memory_budget=None, progress=None, Cs=None, features=30, feature_map="rff",
+               feature_loss=None, final="auto", refine="auto",
+               refine_evals=30) -> dict:
+    """Select the kernel parameter and lam of a machine on a data file; optionally test.
+
+    Parameters
+    ----------
+    data : training data file (svmlight, CSV or npz; see :mod:`kernelcv.datasets`).
+    test : optional test data file: the best candidate is refit on all training data and
+        its test error (0-1 or MSE) reported.
+    out : folder for ``report.json`` and, with ``plot``, ``cv_heatmap.png`` (CV error
+        over kernel parameter x lam) and ``cv_curve.png`` (CV error along the kernel
+        parameter at the best lam, for the search's method and exact refit CV).
+    fold_ids : file with one fold id per training sample (instead of ``folds``; the fold
+        ``seed`` is then reported as None, and with ``method="rff"`` ``seed`` seeds only
+        the feature draw, reported as ``feature_space.feature_seed``).
+    final : ``method="rff"`` with ``test``: the model whose test error is reported --
+        ``"kernel"`` (one exact fit at the chosen gamma and ``C = 1/(2 n lam)``: SVC for
+        svm, the kernelcv estimator otherwise; refused before the search when its dense
+        n x n matrices exceed the memory budget), ``"linear"`` (the linear model in
+        feature space) or ``"auto"`` (kernel up to 100,000 samples and within the memory
+        budget, linear otherwise, with a note).
+    Other parameters: as :func:`kernelcv.selection.search.grid_search`.
+
+    Returns
+    -------
+    dict
+        JSON-able report: ``best_params``, ``best_cv_error`` (exact where confirmed or
+        refined),
+        ``test_error``, ``candidates`` (one row per candidate), ``confirmed``,
+        ``rechecked``, ``refined``, ``timings``, ``files`` and the search settings.
+    """
+    tic = time.perf_counter()
+    if final not in FINALS:
+        raise KernelCVError(f"final must be one of {', '.join(FINALS)}, got {final!r}")
+    if final != "auto" and method != "rff":
+        raise KernelCVError("--final chooses the final model of --method rff")
+    if plot and out is None:
+        raise KernelCVError("--plot writes PNG files: give an output folder with --out DIR")
+    if out is not None:
+        check_writable_folder(out)
+    if plot:
+        figure_class()  # fails now, with advice, if matplotlib is missing
+    X_test = y_test = None
+    if test is None:
+        X, y = load_data(data)
+    else:
+        # Two svmlight files are read together and share the wider file's columns: columns
+        # that are zero in the training data change no kernel kernelcv offers (rbf/laplace
+        # distances and poly/linear inner products are sums over columns whose training
+        # terms vanish), so the joint width is kept for every method.
+        X, y, X_test, y_test = load_train_test(data, test)
+        X_test = _match_features(X_test, X.shape[1], test)
+        y_test = _check_test_data(X_test, y_test, X, y, machine, huber_width, svr_epsilon,
+                                  fit_intercept, test)
+    fold_path = None
+    # The feature draw is seeded even when the folds come from a file (then --seed sets
+    # only the features).
+    feature_seed = (0 if seed is None else int(seed)) if method == "rff" else None
+    if fold_ids is not None:
+        fold_path = str(fold_ids)
+        folds = read_fold_ids(fold_ids, y.shape[0])
+        seed = None
+    if method == "rff" and final == "kernel" and test is not None:
+        check_final_kernel(machine, y.shape[0], memory_budget)
+    auto = isinstance(folds, str) and folds == "auto"
+
+    result = grid_search(
+        X, y, machine, kernel=kernel, gammas=gammas, degrees=degrees, lams=lams, gamma=gamma,
+        coef0=coef0, huber_width=huber_width, svr_epsilon=svr_epsilon,
+        fit_intercept=fit_intercept, method=method, folds=folds, order=order,
+        epsilon=epsilon, granularity=granularity, confirm=confirm,
+        recheck_degenerate=recheck_degenerate, random_state=seed, n_jobs=n_jobs,
+        scheduler=scheduler, checkpoint=checkpoint, progress=progress,
+        memory_budget=memory_budget, Cs=Cs, features=features, feature_map=feature_map,
+        feature_loss=feature_loss, feature_seed=feature_seed,
+        refine=refine_for_final(refine, final), refine_evals=refine_evals)
+    report = result.to_dict()
+    report.update({"data": str(data), "test": None if test is None else str(test),
+                   "fold_ids": fold_path, "seed": seed, "epsilon": epsilon,
+                   "granularity": granularity if auto else None})
+
+    report["test_error"] = None
+    if test is None and method == "rff" and final != "auto":
+        report["notes"].append(f"--final {final} chooses the model that is tested; without "
+                               "--test no final model was fit")
+    if test is not None and method == "rff":
+        final_tic = time.perf_counter()
+        model, kind, notes = fit_final(X, y, result, final, memory_budget,
+                                       estimator=_final_estimator(result, memory_budget))
+        report["timings"]["final_seconds"] = time.perf_counter() - final_tic
+        report["final_model"] = kind
+        report["notes"].extend(notes)
+        test_tic = time.perf_counter()
+        predicted = model.predict(X_test)
+        report["test_error"] = _prediction_error(predicted, y_test, result.metric)
+        report["timings"]["test_seconds"] = time.perf_counter() - test_tic
+    elif test is not None:
+        test_tic = time.perf_counter()
+        report["test_error"] = _test_error(result, X, y, X_test, y_test, machine,
+                                           huber_width, svr_epsilon, fit_intercept,
+                                           memory_budget)
+        report["timings"]["test_seconds"] = time.perf_counter() - test_tic
+
+    outputs: dict[str, bytes] = {}
+    if plot:
+        plot_tic = time.perf_counter()
+        outputs.update(_figures(result, X, y, memory_budget, progress))
+        report["timings"]["plot_seconds"] = time.perf_counter() - plot_tic
+        if not outputs:
+            report["notes"].append(f"--plot: the {kernel} kernel has no parameter to plot "
+                                   "against; no figures written")
+    report["timings"]["total_seconds"] = time.perf_counter() - tic
+    if out is not None:
+        names = [*outputs, REPORT_NAME]
+        report["files"] = [os.path.join(os.fspath(out), name) for name in names]
+        outputs[REPORT_NAME] = (json.dumps(jsonable(report), indent=2, allow_nan=False)
+                                + "\n").encode()
+        write_all(out, outputs)
+    else:
+        report["files"] = []
+    return report
+
+
+def _match_features(X_test, n_features, path):
+    """Test data must have the training features; svmlight files may omit trailing ones."""
+    d = X_test.shape[1]
+    if d == n_features:
+        return X_test
+    if sp.issparse(X_test) and d < n_features:
+        X_test = sp.csr_matrix(X_test)
+        X_test.resize((X_test.shape[0], n_features))
+        return X_test
+    raise KernelCVError(
+        f"{path}: test data has {d} features but the training data has {n_features}")
+
+
+def _check_test_data(X_test, y_test, X, y, machine, huber_width, svr_epsilon,
+                     fit_intercept, path):
+    """Check the test data before the search: finite values and known labels.
+
+    Returns the test targets as float64 for a regression machine, unchanged otherwise.
+    """
+    spec = make_machine(machine, huber_width=huber_width, epsilon=svr_epsilon,
+                        fit_intercept=fit_intercept)
+    values = X_test.data if sp.issparse(X_test) else np.asarray(X_test)
+    if not np.all(np.isfinite(values)):
+        raise KernelCVError(f"{path}: the test data contain NaN or infinite values")
+    y_test = np.asarray(y_test)
+    if y_test.ndim != 1 or y_test.shape[0] != X_test.shape[0]:
+        raise KernelCVError(f"{path}: the test data have {X_test.shape[0]} samples but "
+                            f"{y_test.size} targets")
+    if not spec.is_classifier:
+        try:
+            y_test = y_test.astype(np.float64)
+        except (TypeError, ValueError):
+            raise KernelCVError(f"{path}: test targets must be numeric for a regression "
+                                "machine") from None
+        if not np.all(np.isfinite(y_test)):
+            raise KernelCVError(f"{path}: the test targets contain NaN or infinite values")
+        return y_test
+    _, _, mapping = check_data(X, y, True)
+    known = set(mapping.values())
+    unknown = [v.item() if hasattr(v, "item") else v for v in np.unique(y_test)
+               if v not in known]
+    if unknown:
+        raise KernelCVError(f"{path}: test labels {unknown[:3]} do not occur in the "
+                            "training data")
+    return y_test
+
+
+def _test_error(result, X, y, X_test, y_test, machine, huber_width, svr_epsilon,
+                fit_intercept, memory_budget):
+    """Refit the best candidate on all training data with its estimator; its test error."""
+    spec = make_machine(machine, huber_width=huber_width, epsilon=svr_epsilon,
+                        fit_intercept=fit_intercept)
+    options = {}
+    if machine in ("svm", "svr"):
+        options["huber_width"] = huber_width
+    if machine == "svr":
+        options["epsilon"] = svr_epsilon
+    if machine == "lssvm" and fit_intercept is not None:
+        options["fit_intercept"] = fit_intercept
+    params = {k: v for k, v in result.best_params.items() if k != "kernel"}
+    estimator = ESTIMATORS[machine](kernel=result.best["kernel"], memory_budget=memory_budget,
+                                    **params, **options)
+    estimator.fit(X, y)
+    if spec.is_classifier:
+        return float(np.mean(estimator.predict(X_test) != np.asarray(y_test)))
+    return float(np.mean((estimator.predict(X_test) - np.asarray(y_test, float)) ** 2))
+
+
+def _final_estimator(result, memory_budget):
+    """The kernelcv estimator a kernel final fit clones (svm uses SVC: None)."""
+    machine = result.machine
+    if machine == "svm":
+        return None
+    options = {"fit_intercept": result.config["fit_intercept"]} if machine == "lssvm" else {}
+    return ESTIMATORS[machine](memory_budget=memory_budget, **options)
+
+
+def _prediction_error(predicted, y_test, metric):
+    if metric == "0-1":
+        return float(np.mean(predicted != np.asarray(y_test)))
+    return float(np.mean((predicted - np.asarray(y_test, float)) ** 2))
+
+
+def _figures(result, X, y, memory_budget, progress) -> dict[str, bytes]:
+    """The heatmap and the CV-curve figure as PNG bytes."""
+    param = result.param_name
+    metric = {"0-1": "0-1 error", "mse": "MSE"}[result.metric]
+    label = f"{result.folds}-fold CV {metric} ({result.method})"
+    if result.method == "gacv":
+        label = "GACV"
+    rff = result.method == "rff"
+    if rff:
+        space = result.config
+        label = (f"{result.folds}-fold CV {metric} ({space['feature_map']}, "
+                 f"D = {space['features']})")
+    figures = {}
+    best = result.best
+    if param is not None:
+        records = [{param: c[param], "lam": c["lam"], "score": c["score"]}
+                   for c in result.candidates]
+        fig = heatmap_figure(records, param=param, value="score",
+                             best={param: best[param], "lam": best["lam"]},
+                             metric_label=label,
+                             title=f"{result.machine}, {result.kernel} kernel")
+        figures[HEATMAP_NAME] = png(fig)
+        at_best = [c for c in result.candidates if c["lam"] == best["lam"]]
+        at_best.sort(key=lambda c: c[param])
+        curves = {result.method: ([c[param] for c in at_best],
+                                  [c["score"] for c in at_best])}
+        if result.method in APPROXIMATE or (rff and y.shape[0] <= RFF_EXACT_CURVE_LIMIT):
+            name = f"exact refit ({result.machine})" if rff else "exact"
+            curves[name] = ([c[param] for c in at_best],
+                            _exact_along(result, at_best, X, y, memory_budget, progress))
+        if result.config.get("folds") == "fixed" and not rff:
+            # Like Fig. 1 of the BIF paper: low truncation orders against the exact curve.
+            for order in CURVE_ORDERS:
+                if result.method == "bif" and result.order == order:
+                    continue
+                curves[f"bif r={order}"] = ([c[param] for c in at_best], _bif_along(
+                    result, at_best, order, X, y, memory_budget))
+        fig = cv_curve_figure(curves, param=param, best_lam=best["lam"],
+                              metric_label=f"CV {metric}",
+                              title=f"{result.machine}: CV along {param}")
+        figures[CURVE_NAME] = png(fig)
+    return figures
+
+
+def _bif_along(result, candidates, order, X, y, memory_budget):
+    """BIF CV error of order ``order`` for each candidate (one fit + r terms each)."""
+    spec = make_machine(result.machine)
+    _, y_pm, _ = check_data(X, y, spec.is_classifier)
+    config = {**result.config, "method": "bif", "order": order}
+    factory = GramFactory(X, memory_budget=memory_budget)
+    values = []
+    for c in candidates:
+        setting = {k: c[k] for k in ("kernel", "gamma", "degree", "coef0") if k in c}
+        record = evaluate_setting(factory, y_pm, result.fold_ids, setting, [c["lam"]],
+                                  config)[0]
+        values.append(record["cv_error"])
+    return values
+
+
+def _exact_along(result, candidates, X, y, memory_budget, progress):
+    """Exact refit CV of the given candidates (reusing confirmations already made).
+
+    The curve is of the kernelcv machine throughout: the exact errors of an rff
+    refinement are those of scikit-learn's SVC for svm, so they are not reused there.
+    """
+    values = [None if c["status"] == "refined" and result.machine == "svm"
+              else c["exact_error"] for c in candidates]
+    todo = [i for i, v in enumerate(values) if v is None]
+    spec = make_machine(result.machine)
+    _, y_pm, _ = check_data(X, y, spec.is_classifier)
+    config = result.config
+    tasks = [{"setting": {k: candidates[i][k] for k in ("kernel", "gamma", "degree", "coef0")
+                          if k in candidates[i]},
+              "lam": candidates[i]["lam"], "config": {**config, "n_folds": candidates[i]
+                                                       ["n_folds"]}}
+             for i in todo]
+    shared = {"data": GramFactory(X, memory_budget=memory_budget), "y": y_pm,
+              "fold_ids": result.fold_ids}
+    for done, (position, out) in enumerate(run_tasks(exact_candidate, tasks, shared=shared),
+                                           start=1):
+        values[todo[position]] = out["cv_error"]
+        if progress is not None:
+            progress("plot", done, len(todo))
+    return values
