@@ -231,7 +231,7 @@ def test_plot_with_svm_is_refused_before_the_data_is_read(tmp_path, capsys):
 
 
 def test_report_json_is_strict_and_written_with_the_figure(tmp_path, capsys, monkeypatch):
-    import kernelcv.hypothetical.report as report_module
+    import kernelcv.reports.hypothetical as report_module
 
     original = report_module.ridge_path
 
@@ -259,7 +259,7 @@ def test_report_json_is_strict_and_written_with_the_figure(tmp_path, capsys, mon
 
 
 def test_a_failing_figure_leaves_no_files(tmp_path, capsys, monkeypatch):
-    import kernelcv.hypothetical.report as report_module
+    import kernelcv.reports.hypothetical as report_module
     from kernelcv.exceptions import KernelCVError
 
     def broken(report):
@@ -274,7 +274,7 @@ def test_a_failing_figure_leaves_no_files(tmp_path, capsys, monkeypatch):
 
 
 def test_unwritable_out_is_refused_before_the_work(tmp_path, capsys, monkeypatch):
-    import kernelcv.hypothetical.report as report_module
+    import kernelcv.reports.hypothetical as report_module
     import kernelcv.reports.io as reports_io
 
     monkeypatch.setattr(reports_io.os, "access", lambda path, mode: False)

@@ -1,13 +1,13 @@
 """The ``kernelcv hypothetical`` subcommand: options and the readable summary.
 
-The work is done by :func:`kernelcv.hypothetical.report.run_hypothetical`; this module
+The work is done by :func:`kernelcv.reports.hypothetical.run_hypothetical`; this module
 only turns options into its arguments and its report into text.
 """
 
 from __future__ import annotations
 
 from .exceptions import KernelCVError
-from .hypothetical.report import MODELS, run_hypothetical
+from .reports.hypothetical import MODELS, run_hypothetical
 from .selection.grids import parse_grid
 
 

@@ -5,7 +5,9 @@ structural parameters in feature-selective SVMs".
 A criterion ``training loss + 2 s2 * effective dimension`` replaces refits for ridge
 regression (:mod:`.ridge`), the squared-hinge SVM (:mod:`.svm`), the elastic-net SVM that
 selects features (:mod:`.elastic_net`) and the relevance-object machine (:mod:`.relevance`).
-The scikit-learn estimators built on them are in :mod:`kernelcv.estimators._hypothetical`.
+The scikit-learn estimators built on them are in :mod:`kernelcv.estimators` and the
+library side of ``kernelcv hypothetical`` (``run_hypothetical``, ``MODELS``,
+``path_figure``) in :mod:`kernelcv.reports.hypothetical`.
 """
 
 from .elastic_net import enet_objective, enet_svm_path, fit_enet_svm, mu_max
@@ -17,7 +19,6 @@ from .relevance import (
     relevant_features,
     secondary_features,
 )
-from .report import MODELS, path_figure, run_hypothetical
 from .ridge import (
     effective_dimension,
     estimate_noise_var,
@@ -34,7 +35,6 @@ from .svm import (
 )
 
 __all__ = [
-    "MODELS",
     "effective_dimension",
     "enet_objective",
     "enet_svm_path",
@@ -45,14 +45,12 @@ __all__ = [
     "kernel_similarities",
     "make_kernels",
     "mu_max",
-    "path_figure",
     "rbf_similarities",
     "relevance_path",
     "relevant_features",
     "ridge_criterion",
     "ridge_fit",
     "ridge_path",
-    "run_hypothetical",
     "secondary_features",
     "squared_hinge_objective",
     "support_effective_dimension",
