@@ -15,7 +15,8 @@ estimator                      machine    loss
 
 :class:`SmoothLOOLSSVMClassifier` is different: an LS-SVM whose many kernel weights (a
 mixture of Gaussian and Laplace kernels, optionally an ARD Gaussian) are tuned by gradient
-descent on a smoothed closed-form leave-one-out error (:mod:`kernelcv.criteria.smooth_loo`).
+descent on a smoothed closed-form leave-one-out error (:mod:`kernelcv.criteria.smooth_loo`);
+:func:`fixed_parameter_cv` is its t-fold CV error at the tuned parameters.
 :class:`HypotheticalRidgeCV`, :class:`EnetSVMClassifier` and :class:`RelevanceSVMClassifier`
 choose their structural parameter (lam, or the mu that selects features or training
 objects) by the non-enumerative criterion of :mod:`kernelcv.hypothetical`.
@@ -35,7 +36,7 @@ and handle more classes one-vs-rest: one machine per class, all on one Gram matr
 from ._classifiers import HuberSVMClassifier, L2SVMClassifier, LSSVMClassifier
 from ._hypothetical import EnetSVMClassifier, HypotheticalRidgeCV, RelevanceSVMClassifier
 from ._regressors import HuberSVMRegressor, KernelRidgeRegressor
-from ._smooth_loo import SmoothLOOLSSVMClassifier
+from ._smooth_loo import SmoothLOOLSSVMClassifier, fixed_parameter_cv
 from .search_cv import ESTIMATORS, KernelSearchCV
 
 __all__ = [
@@ -50,4 +51,5 @@ __all__ = [
     "LSSVMClassifier",
     "RelevanceSVMClassifier",
     "SmoothLOOLSSVMClassifier",
+    "fixed_parameter_cv",
 ]
