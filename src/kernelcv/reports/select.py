@@ -24,9 +24,10 @@ from ..machines import make_machine
 from ..plotting import cv_curve_figure, figure_class, heatmap_figure
 from ..selection.backends import run_tasks
 from ..selection.final import check_final_kernel, fit_final
+from ..selection.methods import BIF
 from ..selection.refine import refine_for_final
-from ..selection.search import APPROXIMATE, grid_search
-from ..selection.tasks import evaluate_setting, exact_candidate
+from ..selection.search import grid_search
+from ..selection.tasks import exact_task
 from ..validation import check_data
 from .io import check_writable_folder, jsonable, png, write_all
 
@@ -241,7 +242,8 @@ def _final_estimator(result, memory_budget):
     machine = result.machine
     if machine == "svm":
         return None
-    options = {"fit_intercept": result.config["fit_intercept"]} if machine == "lssvm" else {}
+    options = ({"fit_intercept": result.machine_spec.fit_intercept} if machine == "lssvm"
+               else {})
     return ESTIMATORS[machine](memory_budget=memory_budget, **options)
 
 
@@ -255,14 +257,8 @@ def _figures(result, X, y, memory_budget, progress) -> dict[str, bytes]:
     """The heatmap and the CV-curve figure as PNG bytes."""
     param = result.param_name
     metric = {"0-1": "0-1 error", "mse": "MSE"}[result.metric]
-    label = f"{result.folds}-fold CV {metric} ({result.method})"
-    if result.method == "gacv":
-        label = "GACV"
-    rff = result.method == "rff"
-    if rff:
-        space = result.config
-        label = (f"{result.folds}-fold CV {metric} ({space['feature_map']}, "
-                 f"D = {space['features']})")
+    method = result.criterion
+    label = method.score_label(result.folds, metric)
     figures = {}
     best = result.best
     if param is not None:
@@ -277,14 +273,15 @@ def _figures(result, X, y, memory_budget, progress) -> dict[str, bytes]:
         at_best.sort(key=lambda c: c[param])
         curves = {result.method: ([c[param] for c in at_best],
                                   [c["score"] for c in at_best])}
-        if result.method in APPROXIMATE or (rff and y.shape[0] <= RFF_EXACT_CURVE_LIMIT):
-            name = f"exact refit ({result.machine})" if rff else "exact"
+        if not method.exact and (method.kernel_grid
+                                 or y.shape[0] <= RFF_EXACT_CURVE_LIMIT):
+            name = "exact" if method.kernel_grid else f"exact refit ({result.machine})"
             curves[name] = ([c[param] for c in at_best],
                             _exact_along(result, at_best, X, y, memory_budget, progress))
-        if result.config.get("folds") == "fixed" and not rff:
+        if method.kernel_grid and result.folds != "auto":
             # Like Fig. 1 of the BIF paper: low truncation orders against the exact curve.
             for order in CURVE_ORDERS:
-                if result.method == "bif" and result.order == order:
+                if result.order == order:  # the search's own BIF curve
                     continue
                 curves[f"bif r={order}"] = ([c[param] for c in at_best], _bif_along(
                     result, at_best, order, X, y, memory_budget))
@@ -297,15 +294,15 @@ def _figures(result, X, y, memory_budget, progress) -> dict[str, bytes]:
 
 def _bif_along(result, candidates, order, X, y, memory_budget):
     """BIF CV error of order ``order`` for each candidate (one fit + r terms each)."""
-    spec = make_machine(result.machine)
-    _, y_pm, _ = check_data(X, y, spec.is_classifier)
-    config = {**result.config, "method": "bif", "order": order}
+    machine = result.machine_spec
+    _, y_pm, _ = check_data(X, y, machine.is_classifier)
     factory = GramFactory(X, memory_budget=memory_budget)
     values = []
     for c in candidates:
         setting = {k: c[k] for k in ("kernel", "gamma", "degree", "coef0") if k in c}
-        record = evaluate_setting(factory, y_pm, result.fold_ids, setting, [c["lam"]],
-                                  config)[0]
+        record = BIF(order=order).evaluate_setting(
+            factory, y_pm, result.fold_ids, setting, [c["lam"]], machine=machine,
+            memory_budget=memory_budget)[0]
         values.append(record["cv_error"])
     return values
 
@@ -319,17 +316,17 @@ def _exact_along(result, candidates, X, y, memory_budget, progress):
     values = [None if c["status"] == "refined" and result.machine == "svm"
               else c["exact_error"] for c in candidates]
     todo = [i for i, v in enumerate(values) if v is None]
-    spec = make_machine(result.machine)
-    _, y_pm, _ = check_data(X, y, spec.is_classifier)
-    config = result.config
+    machine = result.machine_spec
+    _, y_pm, _ = check_data(X, y, machine.is_classifier)
     tasks = [{"setting": {k: candidates[i][k] for k in ("kernel", "gamma", "degree", "coef0")
                           if k in candidates[i]},
-              "lam": candidates[i]["lam"], "config": {**config, "n_folds": candidates[i]
-                                                       ["n_folds"]}}
+              "lam": candidates[i]["lam"], "n_folds": candidates[i]["n_folds"]}
              for i in todo]
-    shared = {"data": GramFactory(X, memory_budget=memory_budget), "y": y_pm,
-              "fold_ids": result.fold_ids}
-    for done, (position, out) in enumerate(run_tasks(exact_candidate, tasks, shared=shared),
+    shared = {"method": result.criterion, "machine": machine,
+              "data": GramFactory(X, memory_budget=memory_budget), "y": y_pm,
+              "fold_ids": result.fold_ids, "random_state": result.config["random_state"],
+              "memory_budget": memory_budget}
+    for done, (position, out) in enumerate(run_tasks(exact_task, tasks, shared=shared),
                                            start=1):
         values[todo[position]] = out["cv_error"]
         if progress is not None:

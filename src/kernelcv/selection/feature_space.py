@@ -136,6 +136,7 @@ class FeatureSpace(CVMethod):
     name: ClassVar[str] = "rff"
     exact: ClassVar[bool] = False
     refines: ClassVar[bool] = True
+    kernel_grid: ClassVar[bool] = False
 
     features: int = 30
     feature_map: str = "rff"
@@ -197,6 +198,9 @@ class FeatureSpace(CVMethod):
 
     def fitted_map(self, data):
         return data["map"]
+
+    def score_label(self, folds, metric):
+        return f"{folds}-fold CV {metric} ({self.feature_map}, D = {self.features})"
 
     def evaluate_setting(self, data, y, fold_ids, setting, lams, *, machine,
                          random_state=None, memory_budget=None):

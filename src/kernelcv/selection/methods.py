@@ -86,6 +86,8 @@ class CVMethod:
     exact : the scores are exact CV errors (no safeguards needed).
     safeguarded : degenerate rechecks and exact confirmation follow the grid.
     refines : an exact local refinement follows the grid.
+    kernel_grid : the scores come from the kernel machine itself (its BIF orders can be
+        drawn beside them); False for a feature-space search.
     score_is_error : the score is a CV error (False for GACV, whose scale differs).
     dense_matrices : dense n x n float64 matrices one task holds at its peak.
     """
@@ -97,6 +99,7 @@ class CVMethod:
     refines: ClassVar[bool] = False
     score_is_error: ClassVar[bool] = True
     dense_matrices: ClassVar[float] = 2.5
+    kernel_grid: ClassVar[bool] = True
 
     # ------------------------------------------------------------------ before the grid
     def bind(self, machine: Machine, kernel: str, random_state=None) -> CVMethod:
@@ -209,6 +212,10 @@ class CVMethod:
     def fitted_map(self, data):
         """The fitted feature map of a feature-space search (None otherwise)."""
         return None
+
+    def score_label(self, folds, metric: str) -> str:
+        """What the scores are, for figure axes (e.g. ``10-fold CV 0-1 error (bif)``)."""
+        return f"{folds}-fold CV {metric} ({self.name})"
 
 
 def cv_record(ev, lam: float, folds) -> dict:
@@ -372,6 +379,9 @@ class GACV(CVMethod):
     safeguarded: ClassVar[bool] = True
     score_is_error: ClassVar[bool] = False
     dense_matrices: ClassVar[float] = 2.0
+
+    def score_label(self, folds, metric):
+        return "GACV"
 
     def bind(self, machine, kernel, random_state=None):
         if machine.name != "svm":
