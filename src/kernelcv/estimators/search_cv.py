@@ -14,12 +14,13 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted
 
-from ..criteria.random_features import c_to_lam, paper_cs, paper_gammas
 from ..exceptions import KernelCVError
+from ..machines import make_machine
+from ..selection.feature_space import FeatureSpace
 from ..selection.final import check_final_kernel, fit_final
-from ..selection.grids import default_gammas, default_lams
+from ..selection.options import Execution, Safeguards, SearchSpace
 from ..selection.refine import refine_for_final
-from ..selection.search import grid_search
+from ..selection.search import make_method, run_search
 from ._base import _resolve_gamma
 from ._classifiers import HuberSVMClassifier, L2SVMClassifier, LSSVMClassifier
 from ._regressors import HuberSVMRegressor, KernelRidgeRegressor
@@ -166,12 +167,10 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                 f"{type(self.estimator).__name__}; use sklearn's GridSearchCV for others")
         return clone(self.estimator)
 
-    def _candidates(self, base, X, n):
+    def _candidates(self, base, X, n, method):
         grid = self.param_grid
-        if grid is None and self.method == "rff":
-            grid = {"gamma": paper_gammas(), "lam": [float(v) for v in c_to_lam(paper_cs(), n)]}
-        elif grid is None:
-            grid = {"gamma": default_gammas(), "lam": default_lams(n)}
+        if grid is None:  # the method's default search space
+            grid = {"gamma": method.default_gammas(), "lam": method.default_lams(n)}
         candidates = list(ParameterGrid(grid))
         if not candidates:
             raise KernelCVError("param_grid is empty")
@@ -211,37 +210,41 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         base = self._base_estimator()
         n = X.shape[0] if hasattr(X, "shape") else len(X)
         X_checked = base._validate_fit_input(X, y, y_numeric=not is_classifier(base))[0]
-        candidates, settings, setting_lams, order, keys = self._candidates(
-            base, X_checked, n)
-        options = base._machine_options()
-        rff = self.method == "rff"
+        rff = self.method == FeatureSpace.name
         if rff and self.final not in ("auto", "kernel", "linear"):
             raise KernelCVError(f"final must be 'auto', 'kernel' or 'linear', got "
                                 f"{self.final!r}")
-        feature_options = {"features": self.features, "feature_map": self.feature_map,
-                           "feature_loss": self.feature_loss,
-                           "refine": refine_for_final(self.refine, self.final),
-                           "refine_evals": self.refine_evals} if rff else {}
         if not rff and ((self.features, self.feature_map, self.feature_loss, self.final,
                          self.refine, self.refine_evals)
                         != (30, "rff", None, "auto", "auto", 30)):
             raise KernelCVError("features, feature_map, feature_loss, final, refine and "
                                 "refine_evals belong to method='rff'")
+        feature_options = {"features": self.features, "feature_map": self.feature_map,
+                           "feature_loss": self.feature_loss,
+                           "refine": refine_for_final(self.refine, self.final),
+                           "refine_evals": self.refine_evals} if rff else {}
+        machine = base._machine_name
+        method = make_method(self.method, machine, folds=self.folds, order=self.order,
+                             epsilon=self.epsilon, granularity=self.granularity,
+                             **feature_options)
+        candidates, settings, setting_lams, order, keys = self._candidates(
+            base, X_checked, n, method)
         if rff and self.refit and self.final == "kernel":
-            check_final_kernel(base._machine_name, n, self.memory_budget)
+            check_final_kernel(machine, n, self.memory_budget)
+        options = base._machine_options()
         kernels = {s["kernel"] for s in settings}
-        result = grid_search(
-            X_checked, np.asarray(y), base._machine_name, kernel=kernels.pop() if len(
-                kernels) == 1 else "mixed",
-            huber_width=options.get("huber_width", 0.01),
-            svr_epsilon=options.get("epsilon", 0.1),
-            fit_intercept=options.get("fit_intercept"), method=self.method, folds=self.folds,
-            order=self.order, epsilon=self.epsilon, granularity=self.granularity,
-            confirm=self.confirm, recheck_degenerate=self.recheck_degenerate,
-            average="folds", random_state=self.random_state, n_jobs=self.n_jobs,
-            backend=self.backend, scheduler=self.scheduler, checkpoint=self.checkpoint,
-            memory_budget=self.memory_budget, settings=settings, setting_lams=setting_lams,
-            **feature_options)
+        result = run_search(
+            X_checked, np.asarray(y),
+            make_machine(machine, huber_width=options.get("huber_width", 0.01),
+                         epsilon=options.get("epsilon", 0.1),
+                         fit_intercept=options.get("fit_intercept")),
+            method, SearchSpace.explicit(kernels.pop() if len(kernels) == 1 else "mixed",
+                                         settings, setting_lams),
+            folds=self.folds, random_state=self.random_state, average="folds",
+            safeguards=Safeguards(self.confirm, self.recheck_degenerate),
+            execution=Execution(n_jobs=self.n_jobs, backend=self.backend,
+                                scheduler=self.scheduler, checkpoint=self.checkpoint,
+                                memory_budget=self.memory_budget))
         self.search_ = result
         lookup = {(order[c["setting"]], float(c["lam"])): i
                   for i, c in enumerate(result.candidates)}

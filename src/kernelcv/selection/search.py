@@ -175,7 +175,9 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     method : a CV method object (:mod:`kernelcv.selection.methods`, or
         :class:`~kernelcv.selection.feature_space.FeatureSpace`).
     space : :class:`SearchSpace` (kernel settings and lam values).
-    folds : int t or one fold id per sample (stratified shuffled folds for classifiers).
+    folds : int t or one fold id per sample (stratified shuffled folds for classifiers);
+        with BIF granularity selection, 10 fixed folds (or n below 10 samples) serve the
+        degeneracy checks whatever is given.
     random_state : seed of the fold assignment (and of a feature draw by default).
     average : ``"pooled"`` (error over all held-out points) or ``"folds"`` (unweighted
         mean of per-fold errors, scikit-learn's ``GridSearchCV`` convention).
@@ -385,6 +387,5 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     else:
         space = SearchSpace.explicit(kernel, settings, setting_lams)
     return run_search(X, y, machine_spec, cv_method, space,
-                      folds=10 if isinstance(folds, str) else folds,
-                      random_state=random_state, average=average, safeguards=guards,
+                      folds=folds, random_state=random_state, average=average, safeguards=guards,
                       execution=execution)
