@@ -49,7 +49,10 @@ from sklearn.svm import SVC, SVR
 
 from ..estimators import ESTIMATORS
 from ..exceptions import KernelCVError
-from ..selection.search import grid_search
+from ..machines import make_machine
+from ..selection.methods import BIF, GACV, ClosedForm, CVMethod, ExactRefit, GranularityRule
+from ..selection.options import Execution, Safeguards, SearchSpace
+from ..selection.search import run_search
 
 REFERENCE = "exact t=10"
 SAFE = "BIF inf +3 exact"  # what `kernelcv select` does by default for the SVMs
@@ -63,29 +66,35 @@ LSSVM_INTERCEPT = False  # like-for-like with KernelRidge, which has no intercep
 
 @dataclass(frozen=True)
 class Criterion:
-    """One way of selecting the hyperparameters (see the module docstring)."""
+    """One way of selecting the hyperparameters (see the module docstring).
+
+    ``method``: a kernelcv CV method object (:mod:`kernelcv.selection.methods`), or None
+    for scikit-learn's ``GridSearchCV``; ``folds``: which of the shared fold sets it uses
+    (granularity selection draws its own); ``confirm``: its own number of exact
+    confirmations, or None for the bench's ``--confirm``.
+    """
 
     name: str
-    family: str  # exact | closed-form | bif | eps-bif | gacv | sklearn
-    folds: int | str = 10
-    order: object = None
-    epsilon: float | None = None
+    method: CVMethod | None
+    folds: int = 10
+    confirm: int | None = None
 
 
 def criteria_for(machine: str) -> list[Criterion]:
     """The criteria compared for ``machine``, reference (``exact t=10``) first."""
-    out = [Criterion(REFERENCE, "exact", 10)]
-    out += [Criterion(f"exact t={t}", "exact", t) for t in FOLDS if t != 10]
+    out = [Criterion(REFERENCE, ExactRefit(), 10)]
+    out += [Criterion(f"exact t={t}", ExactRefit(), t) for t in FOLDS if t != 10]
     if machine in ("krr", "lssvm"):
-        out.append(Criterion("closed-form t=10", "closed-form", 10))
-    out.append(Criterion("BIF r=5", "bif", 10, order=5))
-    out.append(Criterion("BIF auto", "bif", 10, order="auto"))
-    out += [Criterion(f"eps-BIF {e:g}", "eps-bif", "auto", epsilon=e) for e in EPSILONS]
+        out.append(Criterion("closed-form t=10", ClosedForm(), 10))
+    out.append(Criterion("BIF r=5", BIF(order=5), 10))
+    out.append(Criterion("BIF auto", BIF(order="auto"), 10))
+    out += [Criterion(f"eps-BIF {e:g}", BIF(granularity=GranularityRule(e)))
+            for e in EPSILONS]
     if machine not in ("krr", "lssvm"):
-        out.append(Criterion(SAFE, "bif-safe", 10, order="inf"))
+        out.append(Criterion(SAFE, BIF(order="inf"), 10, confirm=SAFE_CONFIRM))
     if machine == "svm":
-        out.append(Criterion("GACV", "gacv", 10))
-    out.append(Criterion(f"sklearn {_sklearn_name(machine)}", "sklearn", 10))
+        out.append(Criterion("GACV", GACV(), 10))
+    out.append(Criterion(f"sklearn {_sklearn_name(machine)}", None, 10))
     return out
 
 
@@ -121,7 +130,7 @@ def run_criterion(criterion: Criterion, machine: str, kernel: str, grid: dict, X
         when the criterion failed (the benchmark goes on).
     """
     try:
-        if criterion.family == "sklearn":
+        if criterion.method is None:
             return _run_sklearn(machine, kernel, grid, X, y, X_test, y_test,
                                 fold_sets[10], n_jobs)
         return _run_kernelcv(criterion, machine, kernel, grid, X, y, X_test, y_test,
@@ -130,21 +139,6 @@ def run_criterion(criterion: Criterion, machine: str, kernel: str, grid: dict, X
         return {"error": str(exc)}
     except (ValueError, np.linalg.LinAlgError) as exc:  # solver failure on one split
         return {"error": f"{type(exc).__name__}: {exc}"}
-
-
-def _search_options(criterion, fold_sets, seed, confirm):
-    if criterion.family in ("exact", "closed-form"):
-        return {"method": criterion.family, "folds": fold_sets[criterion.folds]}
-    approximate = {"confirm": confirm, "recheck_degenerate": True}
-    if criterion.family == "bif-safe":
-        return {"method": "bif", "folds": fold_sets[10], "order": criterion.order,
-                "confirm": SAFE_CONFIRM, "recheck_degenerate": True}
-    if criterion.family == "gacv":
-        return {"method": "gacv", "folds": fold_sets[10], **approximate}
-    if criterion.family == "eps-bif":
-        return {"method": "bif", "folds": "auto", "epsilon": criterion.epsilon,
-                "random_state": seed, **approximate}
-    return {"method": "bif", "folds": fold_sets[10], "order": criterion.order, **approximate}
 
 
 def _machine_options(machine):
@@ -159,14 +153,17 @@ def _machine_options(machine):
 
 def _run_kernelcv(criterion, machine, kernel, grid, X, y, X_test, y_test, fold_sets, seed,
                   confirm, n_jobs):
-    options = _search_options(criterion, fold_sets, seed, confirm)
-    kernel_grid = ({"gammas": grid["gammas"]} if kernel != "poly"
-                   else {"degrees": grid["degrees"], "gamma": 1.0, "coef0": 1.0})
+    space = (SearchSpace.grid(kernel, grid["gammas"], lams=grid["lams"]) if kernel != "poly"
+             else SearchSpace.grid(kernel, degrees=grid["degrees"], lams=grid["lams"],
+                                   gamma=1.0, coef0=1.0))
+    spec = make_machine(machine, huber_width=HUBER_WIDTH, epsilon=SVR_EPSILON,
+                        fit_intercept=LSSVM_INTERCEPT if machine == "lssvm" else None)
+    guards = Safeguards(confirm=confirm if criterion.confirm is None else criterion.confirm)
     tic = time.perf_counter()
-    result = grid_search(X, y, machine, kernel=kernel, lams=grid["lams"], **kernel_grid,
-                         huber_width=HUBER_WIDTH, svr_epsilon=SVR_EPSILON, n_jobs=n_jobs,
-                         fit_intercept=LSSVM_INTERCEPT if machine == "lssvm" else None,
-                         **options)
+    # seed: the folds that granularity selection draws itself (the others are given)
+    result = run_search(X, y, spec, criterion.method, space,
+                        folds=fold_sets[criterion.folds], random_state=seed,
+                        safeguards=guards, execution=Execution(n_jobs=n_jobs))
     seconds = time.perf_counter() - tic
     params = dict(result.best_params)
     model = ESTIMATORS[machine](**params, **_machine_options(machine)).fit(X, y)
