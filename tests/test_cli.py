@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from sklearn.datasets import dump_svmlight_file
 
-from kernelcv import cli
 from kernelcv.cli import main, run_cv
 from kernelcv.cv import cross_validate
 from kernelcv.datasets import load_data, make_synthetic
@@ -170,7 +169,7 @@ def test_non_finite_error_is_flagged(capsys, monkeypatch, svm_file):
         result.cv_error = float("nan")
         return result
 
-    monkeypatch.setattr(cli, "cross_validate", broken)
+    monkeypatch.setattr("kernelcv.cli.cv.cross_validate", broken)
     argv = ["cv", svm_file, "--machine", "krr", "--gamma", 0.2, "--lam", 0.01,
             "--method", "exact"]
     code, out, _ = _run(capsys, *argv)
@@ -187,7 +186,7 @@ def test_python_warnings_become_one_line(capsys, monkeypatch, svm_file):
         warnings.warn("matrix was\nnearly singular", RuntimeWarning, stacklevel=1)
         return cross_validate(*args, **kwargs)
 
-    monkeypatch.setattr(cli, "cross_validate", noisy)
+    monkeypatch.setattr("kernelcv.cli.cv.cross_validate", noisy)
     code, out, err = _run(capsys, "cv", svm_file, "--machine", "krr", "--gamma", 0.2,
                           "--lam", 0.01, "--method", "exact")
     assert code == 0

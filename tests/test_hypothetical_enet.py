@@ -155,7 +155,7 @@ def test_cli_module_runs_renders_and_writes(tmp_path):
     import argparse
     import json
 
-    from kernelcv import _cli_hypothetical as cli
+    from kernelcv.cli import hypothetical as cli
 
     X, y = _data(11, n=30, p=4)
     data = tmp_path / "d.csv"

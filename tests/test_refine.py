@@ -536,7 +536,7 @@ def test_search_with_n_jobs_refines_the_same_way(data):
 
 
 def test_refit_threads_are_capped_at_the_folds_and_the_table_shows_bounds(data):
-    from kernelcv._cli_select import _exact
+    from kernelcv.cli.select import _exact
     from kernelcv.selection.refine import RefitEvaluator
 
     X, y, folds = data  # 200 samples, 5 folds

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .experiments.bench import OUTPUTS, run_bench
-from .experiments.suites import DATASETS, ENV_DATA, MODES, TABLES
+from ..experiments.bench import OUTPUTS, run_bench
+from ..experiments.suites import DATASETS, ENV_DATA, MODES, TABLES
 
 
 def _names(text):

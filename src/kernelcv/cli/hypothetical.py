@@ -6,9 +6,9 @@ only turns options into its arguments and its report into text.
 
 from __future__ import annotations
 
-from .exceptions import KernelCVError
-from .reports.hypothetical import MODELS, run_hypothetical
-from .selection.grids import parse_grid
+from ..exceptions import KernelCVError
+from ..reports.hypothetical import MODELS, run_hypothetical
+from ..selection.grids import parse_grid
 
 
 def add_arguments(parser):
@@ -101,7 +101,7 @@ def run_command(args, parser):
         kernels=kernels, similarities=similarities)
 
 
-def render(report):
+def render(report, args=None):
     """The readable summary: data, model, chosen structural parameter and the path."""
     lines = [f"data      {report['data']}  ({report['n_samples']} samples, "
              f"{report['n_features']} features)",

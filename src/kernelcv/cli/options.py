@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from .cv import parse_order
-from .exceptions import KernelCVError
-from .memory import parse_bytes
+from ..cv import parse_order
+from ..exceptions import KernelCVError
+from ..memory import parse_bytes
 
 
 def order_arg(text):

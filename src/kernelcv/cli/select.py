@@ -10,14 +10,15 @@ import argparse
 import re
 import sys
 
-from ._cli_options import budget_arg, order_arg
-from .exceptions import KernelCVError
-from .kernels import KERNELS
-from .machines import MACHINES
-from .reports.select import run_select
-from .selection.granularity import RULES
-from .selection.grids import parse_grid, sigma_to_gamma
-from .selection.search import METHODS
+from ..datasets import SUPPORTED_FORMATS
+from ..exceptions import KernelCVError
+from ..kernels import KERNELS
+from ..machines import MACHINES
+from ..reports.select import run_select
+from ..selection.granularity import RULES
+from ..selection.grids import parse_grid, sigma_to_gamma
+from ..selection.search import METHODS
+from .options import budget_arg, order_arg
 
 DEFAULT_TOP = 5
 
@@ -55,9 +56,10 @@ def _folds_arg(text):
     return value
 
 
-def add_arguments(parser, data_help):
+def add_arguments(parser):
     """Declare the options of ``kernelcv select``."""
-    parser.add_argument("data", metavar="DATA", help=f"training data file; {data_help}")
+    parser.add_argument("data", metavar="DATA",
+                        help=f"training data file; formats: {SUPPORTED_FORMATS}")
     machine = parser.add_argument_group("machine and kernel")
     machine.add_argument("--machine", required=True, choices=MACHINES,
                          help="krr, lssvm, l2svm, svm (Huber hinge) or svr (Huber eps-SVR)")
@@ -238,8 +240,12 @@ def run_command(args, parser):
         progress.close()
 
 
-def render(report, top=DEFAULT_TOP):
-    """The readable summary: settings, best candidate, test error and the top candidates."""
+def render(report, args=None):
+    """The readable summary: settings, best candidate, test error and the top candidates.
+
+    ``args.top`` candidates are listed (default 5).
+    """
+    top = DEFAULT_TOP if args is None else args.top
     param = report.get("param_name")
     metric = {"0-1": "0-1 error", "mse": "MSE"}.get(report["metric"], report["metric"])
     best = report["best_params"]

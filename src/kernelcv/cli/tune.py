@@ -7,12 +7,12 @@ text. Bad input exits with status 2; optimiser failures are one-line warnings.
 
 from __future__ import annotations
 
-from ._cli_options import budget_arg
-from .criteria.smooth_loo import DEFAULT_GAMMA_S
-from .datasets import SUPPORTED_FORMATS
-from .exceptions import KernelCVError
-from .reports.tune import run_tune
-from .selection.grids import parse_grid
+from ..criteria.smooth_loo import DEFAULT_GAMMA_S
+from ..datasets import SUPPORTED_FORMATS
+from ..exceptions import KernelCVError
+from ..reports.tune import run_tune
+from ..selection.grids import parse_grid
+from .options import budget_arg
 
 
 def add_arguments(parser):

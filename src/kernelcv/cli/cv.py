@@ -1,0 +1,225 @@
+"""The ``kernelcv cv`` subcommand: options, :func:`run_cv` and the readable summary.
+
+:func:`run_cv` is the whole library side of the command: it loads the data file (and the
+fold ids) and calls :func:`kernelcv.cross_validate`; the rest turns options into its
+arguments and its result into text. :func:`problems` lists the reasons not to trust an
+estimate, printed as warnings in both output modes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..cv import METHODS, cross_validate
+from ..datasets import SUPPORTED_FORMATS, load_data, read_fold_ids
+from ..kernels import KERNELS
+from ..machines import CLASSIFIERS, MACHINES
+from .options import budget_arg, order_arg
+
+__all__ = ["add_arguments", "problems", "render", "run_command", "run_cv"]
+
+DEFAULT_FOLDS = 10
+DEFAULT_SEED = 0
+_MAX_LISTED_FOLDS = 20
+
+
+def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
+           huber_width=0.01, epsilon=0.1, fit_intercept=None, folds=DEFAULT_FOLDS,
+           seed=DEFAULT_SEED, fold_ids=None, method="exact", order=5,
+           memory_budget=None) -> dict:
+    """Load a data file and estimate the cross-validation error of one kernel machine.
+
+    Parameters
+    ----------
+    data : str or os.PathLike
+        Data file (see :mod:`kernelcv.datasets` for the formats).
+    machine, lam, kernel, gamma, degree, coef0, huber_width, epsilon, fit_intercept, method,
+    order, memory_budget
+        As for :func:`kernelcv.cross_validate`.
+    folds : int, default 10
+        Number of shuffled folds; ignored when ``fold_ids`` is given.
+    seed : int or None, default 0
+        Seed of the fold assignment (fixed by default so that repeated runs agree).
+    fold_ids : str or os.PathLike, optional
+        File with one integer fold id per line (see :func:`kernelcv.datasets.read_fold_ids`).
+
+    Returns
+    -------
+    dict
+        :meth:`kernelcv.CVResult.to_dict` plus ``data`` (the path as given), ``fold_ids``
+        (the fold-id path or None) and ``seed`` (None when fold ids were given).
+
+    Raises
+    ------
+    KernelCVError
+        For any problem with the files, the data or the settings.
+    """
+    X, y = load_data(data)
+    if fold_ids is not None:
+        folds = read_fold_ids(fold_ids, y.shape[0])
+        seed = None
+    result = cross_validate(
+        X, y, machine=machine, kernel=kernel, gamma=gamma, lam=lam, degree=degree,
+        coef0=coef0, huber_width=huber_width, epsilon=epsilon, fit_intercept=fit_intercept,
+        folds=folds, method=method, order=order, random_state=seed,
+        memory_budget=memory_budget)
+    summary = result.to_dict()
+    summary["data"] = str(data)
+    summary["fold_ids"] = None if fold_ids is None else str(fold_ids)
+    summary["seed"] = seed
+    return summary
+
+
+def add_arguments(parser):
+    """Declare the options of ``kernelcv cv``."""
+    parser.add_argument("data", metavar="DATA",
+                        help=f"data file; formats: {SUPPORTED_FORMATS}")
+    machine = parser.add_argument_group("machine and kernel")
+    machine.add_argument("--machine", required=True, choices=MACHINES,
+                         help=f"kernel machine (classifiers: {', '.join(CLASSIFIERS)})")
+    machine.add_argument("--kernel", default="rbf", choices=KERNELS,
+                         help="kernel function (default: %(default)s)")
+    machine.add_argument("--gamma", type=float, metavar="G",
+                         help="kernel width, required for rbf and laplace "
+                              "(rbf: exp(-G ||x - x'||^2))")
+    machine.add_argument("--lam", type=float, required=True, metavar="L",
+                         help="regularisation of (1/n) sum loss + L ||f||^2")
+    machine.add_argument("--degree", type=int, default=3, metavar="D",
+                         help="degree of the poly kernel (default: %(default)s)")
+    machine.add_argument("--coef0", type=float, default=1.0, metavar="C",
+                         help="constant of the poly kernel (default: %(default)s)")
+    machine.add_argument("--huber-width", type=float, default=0.01, metavar="H",
+                         help="smoothing width of svm and svr (default: %(default)s)")
+    machine.add_argument("--epsilon", type=float, default=0.1, metavar="E",
+                         help="insensitivity of svr (default: %(default)s)")
+    machine.add_argument("--no-intercept", action="store_true",
+                         help="fit lssvm without a bias term")
+
+    folds = parser.add_argument_group("folds")
+    source = folds.add_mutually_exclusive_group()
+    source.add_argument("--folds", type=int, metavar="T",
+                        help=f"number of shuffled (stratified) folds (default: {DEFAULT_FOLDS})")
+    source.add_argument("--fold-ids", metavar="FILE",
+                        help="file with one integer fold id per line, one line per sample")
+    folds.add_argument("--seed", type=int, metavar="S",
+                       help=f"seed of the shuffled folds (default: {DEFAULT_SEED})")
+
+    method = parser.add_argument_group("method")
+    method.add_argument("--method", required=True, choices=METHODS,
+                        help="exact refits, closed-form (krr, lssvm) or the bif approximation")
+    method.add_argument("--order", type=order_arg, default=5, metavar="R",
+                        help="bif order: a positive integer, 'inf' or 'auto' "
+                             "(default: %(default)s; bif only)")
+    method.add_argument("--memory-budget", type=budget_arg, metavar="BYTES",
+                        help="refuse when dense n x n matrices would exceed this, e.g. 8G "
+                             "(default: $KERNELCV_MEMORY_BUDGET or half the RAM)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the result as one JSON object")
+
+
+def run_command(args, parser):
+    """Turn the parsed options into a :func:`run_cv` call."""
+    if args.seed is not None and args.fold_ids is not None:
+        parser.error("argument --seed: not allowed with argument --fold-ids")
+    return run_cv(
+        args.data, machine=args.machine, lam=args.lam, kernel=args.kernel, gamma=args.gamma,
+        degree=args.degree, coef0=args.coef0, huber_width=args.huber_width,
+        epsilon=args.epsilon, fit_intercept=False if args.no_intercept else None,
+        folds=DEFAULT_FOLDS if args.folds is None else args.folds,
+        seed=DEFAULT_SEED if args.seed is None else args.seed, fold_ids=args.fold_ids,
+        method=args.method, order=args.order, memory_budget=args.memory_budget)
+
+
+def render(summary, args=None):
+    """The readable summary: settings, CV error, fold errors, time and warnings."""
+    params = dict(summary.get("params") or {})
+    machine = params.pop("machine", "?")
+    kernel = params.pop("kernel", "?")
+    lam = params.pop("lam", None)
+    machine_extra = []
+    if "fit_intercept" in params:
+        machine_extra.append("with intercept" if params.pop("fit_intercept")
+                             else "no intercept")
+    for key in ("huber_width", "epsilon"):
+        if key in params:
+            machine_extra.append(f"{key}={_num(params.pop(key))}")
+    kernel_extra = [f"{key}={_num(value)}" for key, value in params.items()]
+
+    method = summary["method"]
+    if method == "bif":
+        order, used = summary.get("order"), summary.get("order_used")
+        if used in (None, order):
+            method += f"  (order {order})"
+        else:
+            method += f"  (order {order}, used {used})"
+    if summary.get("fold_ids"):
+        fold_source = f"from {summary['fold_ids']}"
+    else:
+        fold_source = f"shuffled, seed {summary.get('seed')}"
+    metric = summary.get("metric")
+    metric_name = {"0-1": "0-1 error", "mse": "mean squared error"}.get(metric, metric)
+    seconds = f"{summary['seconds']:.3g} s"
+    if summary.get("fit_seconds"):
+        seconds += f"  (full fit {summary['fit_seconds']:.3g} s)"
+
+    rows = [
+        ("data", f"{summary['data']}  ({summary['n_samples']} samples)"),
+        ("machine", _joined(machine, machine_extra)),
+        ("kernel", _joined(kernel, kernel_extra)),
+        ("lam", _num(lam)),
+        ("method", method),
+        ("folds", f"{summary['folds']}  ({fold_source})"),
+        ("CV error", f"{_num(summary['cv_error'])}  ({metric_name})"),
+        ("fold errors", _fold_errors(summary.get("fold_errors") or [])),
+        ("seconds", seconds),
+    ]
+    width = max(len(label) for label, _ in rows) + 2
+    lines = [f"{label:<{width}}{value}" for label, value in rows]
+    for problem in problems(summary):
+        lines.append(f"WARNING: {problem}")
+    return "\n".join(lines)
+
+
+def _num(value):
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _joined(head, extra):
+    return head if not extra else f"{head}  ({', '.join(extra)})"
+
+
+def _fold_errors(errors):
+    if not errors:
+        return "-"
+    if len(errors) <= _MAX_LISTED_FOLDS:
+        return " ".join(f"{e:.3g}" for e in errors)
+    values = np.asarray(errors, dtype=float)
+    return (f"min {values.min():.3g}, median {np.median(values):.3g}, "
+            f"max {values.max():.3g}  (over {values.size} folds)")
+
+
+def _degenerate_advice(summary):
+    text = (f"degenerate result: held-out kernel predictions are negligible next to the "
+            f"training fit (median ratio {summary.get('heldout_ratio', 0.0):.2g}); the "
+            "kernel width is probably too small.")
+    if summary["method"] == "exact":
+        return text + " The exact estimate is still correct, but the model is useless."
+    return text + " The approximate value is not trustworthy; rerun with --method exact."
+
+
+def problems(summary):
+    """Reasons not to trust the estimate, one sentence each."""
+    problems = []
+    error = summary.get("cv_error")
+    if error is None or not math.isfinite(error):
+        problems.append("the CV error is not a finite number (the computation broke down "
+                        "numerically); try a larger --lam or --method exact.")
+    if summary.get("degenerate"):
+        problems.append(_degenerate_advice(summary))
+    return problems
