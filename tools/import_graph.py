@@ -3,8 +3,10 @@
 For each module of ``src/kernelcv``: ``module -> the kernelcv modules it imports``, an
 import made inside a function body marked ``(in function)``. With ``--packages`` the
 modules collapse to their top-level package or module, each shown with its layer from
-the list below (lower first; a layer may import only from itself and lower layers), and
-an import of a higher layer is marked ``(upward)``::
+the list below (lower first; a layer may import only from itself and lower layers, as
+``tests/test_layers.py`` checks), and an import of a higher layer is marked
+``(upward)``, or ``(upward, deprecated re-export)`` when only shims marked
+``# layer-exempt: deprecated re-export`` make it::
 
     python tools/import_graph.py               # module by module
     python tools/import_graph.py --packages    # top-level packages with their layers
@@ -26,13 +28,15 @@ LAYERS = (
     ("validation", "datasets", "_synthetic"),
     ("kernels", "features"),
     ("machines",),
-    ("criteria", "hypothetical", "cv"),
-    ("selection",),
+    ("criteria", "hypothetical"),
+    ("selection", "cv"),
     ("estimators",),
     ("reports", "experiments", "plotting", "demo"),
-    ("cli",),
+    ("cli", "__main__"),
+    (PACKAGE,),  # the package root re-exports the public names of every layer
 )
 LAYER = {name: number for number, names in enumerate(LAYERS) for name in names}
+SHIM_MARK = "# layer-exempt: deprecated re-export"
 
 
 def module_names(root: Path) -> dict[str, Path]:
@@ -102,15 +106,19 @@ class _Imports(ast.NodeVisitor):
             self._add(full if full in self.modules else base)
 
 
-def import_graph(root: Path = ROOT) -> dict[str, dict[str, bool]]:
-    """module -> {imported kernelcv module: imported inside a function somewhere}."""
+def import_graph(root: Path = ROOT) -> tuple[dict[str, dict[str, bool]], set[str]]:
+    """module -> {imported kernelcv module: imported inside a function somewhere}, and the
+    modules that are deprecated re-exports (shims)."""
     modules = module_names(root)
-    graph = {}
+    graph, shims = {}, set()
     for module, path in modules.items():
+        source = path.read_text(encoding="utf-8")
         visitor = _Imports(module, path.name == "__init__.py", modules)
-        visitor.visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        visitor.visit(ast.parse(source, filename=str(path)))
         graph[module] = visitor.found
-    return graph
+        if SHIM_MARK in source:
+            shims.add(module)
+    return graph, shims
 
 
 def top_level(module: str) -> str:
@@ -124,9 +132,11 @@ def _label(name: str) -> str:
     return f"{name} [{'-' if layer is None else layer}]"
 
 
-def collapse(graph: dict[str, dict[str, bool]]) -> dict[str, dict[str, bool]]:
-    """The graph between top-level packages and modules (imports inside one dropped)."""
+def collapse(graph: dict[str, dict[str, bool]], shims: set[str]):
+    """The graph between top-level packages and modules (imports inside one dropped), and
+    the edges that only shims make."""
     packages: dict[str, dict[str, bool]] = {}
+    by_shims: dict[tuple[str, str], bool] = {}  # edge -> made by shims only
     for module, targets in graph.items():
         source = top_level(module)
         edges = packages.setdefault(source, {})
@@ -134,10 +144,14 @@ def collapse(graph: dict[str, dict[str, bool]]) -> dict[str, dict[str, bool]]:
             name = top_level(target)
             if name != source:
                 edges[name] = edges.get(name, False) or in_function
-    return packages
+                by_shims[source, name] = by_shims.get((source, name), True) and (
+                    module in shims)
+    return packages, {edge for edge, only in by_shims.items() if only}
 
 
-def render(graph: dict[str, dict[str, bool]], layers: bool) -> list[str]:
+def render(graph: dict[str, dict[str, bool]], layers: bool,
+           shim_edges: set[tuple[str, str]] = frozenset(),
+           shims: set[str] = frozenset()) -> list[str]:
     order = sorted(graph, key=lambda name: (LAYER.get(name, len(LAYERS)), name)) if layers \
         else sorted(graph)
     lines = []
@@ -149,9 +163,12 @@ def render(graph: dict[str, dict[str, bool]], layers: bool) -> list[str]:
             if graph[source][target]:
                 marks.append("in function")
             if layers and LAYER.get(target, -1) > LAYER.get(source, len(LAYERS)):
-                marks.append("upward")
+                marks.append("upward, deprecated re-export" if (source, target) in shim_edges
+                             else "upward")
             items.append(f"{text} ({', '.join(marks)})" if marks else text)
         head = _label(source) if layers else source
+        if source in shims:
+            head += " (deprecated re-export)"
         lines.append(f"{head} -> {', '.join(items) if items else '(nothing)'}")
     return lines
 
@@ -161,8 +178,13 @@ def main(argv=None) -> int:
     parser.add_argument("--packages", action="store_true",
                         help="collapse to top-level packages/modules with their layers")
     args = parser.parse_args(argv)
-    graph = import_graph()
-    print("\n".join(render(collapse(graph) if args.packages else graph, args.packages)))
+    graph, shims = import_graph()
+    if args.packages:
+        packages, shim_edges = collapse(graph, shims)
+        lines = render(packages, True, shim_edges)
+    else:
+        lines = render(graph, False, shims=shims)
+    print("\n".join(lines))
     return 0
 
 
