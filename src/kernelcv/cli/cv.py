@@ -16,7 +16,7 @@ from ..cv import METHODS, cross_validate
 from ..datasets import SUPPORTED_FORMATS, load_data, read_fold_ids
 from ..kernels import KERNELS
 from ..machines import CLASSIFIERS, MACHINES
-from .options import budget_arg, order_arg
+from .options import budget_arg, format_number, order_arg
 
 __all__ = ["add_arguments", "problems", "render", "run_command", "run_cv"]
 
@@ -182,13 +182,6 @@ def render(summary, args=None):
     return "\n".join(lines)
 
 
-def _num(value):
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
-
 
 def _joined(head, extra):
     return head if not extra else f"{head}  ({', '.join(extra)})"
@@ -223,3 +216,7 @@ def problems(summary):
     if summary.get("degenerate"):
         problems.append(_degenerate_advice(summary))
     return problems
+
+
+def _num(value):
+    return format_number(value, digits=6)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..exceptions import KernelCVError
 from ..reports.hypothetical import MODELS, run_hypothetical
 from ..selection.grids import parse_grid
+from .options import format_number
 
 
 def add_arguments(parser):
@@ -138,8 +139,4 @@ def render(report, args=None):
 
 
 def _num(value):
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    return format_number(value)

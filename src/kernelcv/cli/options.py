@@ -1,6 +1,6 @@
-"""argparse ``type=`` converters shared by the subcommands.
+"""What the subcommands share: argparse ``type=`` converters and number formatting.
 
-Each turns a library validation error into :class:`argparse.ArgumentTypeError`, so a bad
+Each converter turns a library validation error into :class:`argparse.ArgumentTypeError`, so a bad
 value is reported by argparse as a usage error (one line, exit status 2).
 """
 
@@ -28,3 +28,12 @@ def budget_arg(text):
     except KernelCVError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
+
+
+def format_number(value, digits: int = 4) -> str:
+    """A value for a printed table: ``-`` for None, floats with ``digits`` significant digits."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)

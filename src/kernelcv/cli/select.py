@@ -18,7 +18,7 @@ from ..reports.select import run_select
 from ..selection.granularity import RULES
 from ..selection.grids import parse_grid, sigma_to_gamma
 from ..selection.search import METHODS
-from .options import budget_arg, order_arg
+from .options import budget_arg, format_number, order_arg
 
 DEFAULT_TOP = 5
 
@@ -330,13 +330,10 @@ def _table(report, param, top):
     return lines
 
 
-def _num(value):
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
 
 def _seconds(value):
     return f"{value:.3g} s"
+
+
+def _num(value):
+    return format_number(value)
