@@ -1,0 +1,128 @@
+"""Order inf from one shared factorisation equals one Cholesky per fold, and refit CV.
+
+The oracle is the per-fold solve (``_newton_step_per_fold``, the previous implementation)
+and, where the Newton step is exact (square loss), exact refit cross-validation.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kernelcv as kc
+from kernelcv.criteria import bif
+from kernelcv.machines import Machine
+from kernelcv.machines.losses import (
+    HuberHingeLoss,
+    HuberInsensitiveLoss,
+    SquaredHingeLoss,
+    SquareLoss,
+)
+
+LOSSES = {
+    "square": SquareLoss(),
+    "squared_hinge": SquaredHingeLoss(),
+    "huber_hinge": HuberHingeLoss(0.05),
+    "huber_insensitive": HuberInsensitiveLoss(epsilon=0.02, width=0.05),
+}
+
+
+def problem(n, d, gamma, seed, loss_name):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    score = X[:, 0] + 0.7 * np.sin(2 * X[:, 1]) + 0.4 * rng.normal(size=n)
+    y = score if loss_name in ("square", "huber_insensitive") else np.where(score > 0, 1., -1.)
+    sq = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    return np.exp(-gamma * sq), y
+
+
+def both_steps(K, y, lam, machine, fold_ids):
+    n = y.shape[0]
+    fit = machine.fit(K, y, lam)
+    g, h = machine.loss.derivatives(y, fit.decision)
+    t = int(fold_ids.max()) + 1
+    sizes = np.bincount(fold_ids, minlength=t).astype(np.float64)
+    eps = -sizes / (n - sizes)
+    Z = -bif._kernel_times_dg(K, g, fold_ids, sizes) * eps[None, :]
+    per_fold = bif._newton_step_per_fold(K, g, h, lam, n, fold_ids, eps, sizes,
+                                         machine.fit_intercept, Z)
+    shared = bif._newton_step(K, g, h, lam, n, fold_ids, eps, sizes, machine.fit_intercept)
+    return per_fold, shared, h
+
+
+def rel(a, b):
+    return np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)
+
+
+@pytest.fixture
+def always_shared(monkeypatch):
+    """Use the shared factorisation even on problems too small for it to pay."""
+    monkeypatch.setattr(bif, "shared_factorisation_pays", lambda *args: True)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(40, 90), t=st.sampled_from([3, 7, 10, 13]),
+       loss_name=st.sampled_from(sorted(LOSSES)), intercept=st.booleans(),
+       log_lam=st.floats(-4, 1), log_gamma=st.floats(-3, 1), seed=st.integers(0, 10_000))
+def test_shared_factorisation_equals_per_fold_solves(always_shared, n, t, loss_name,
+                                                     intercept, log_lam, log_gamma, seed):
+    K, y, = problem(n, 3, 10.0 ** log_gamma, seed, loss_name)
+    rng = np.random.default_rng(seed + 1)
+    fold_ids = rng.permutation(np.arange(n) % t)  # sizes differ by one when t does not divide n
+    machine = Machine("m", LOSSES[loss_name], intercept)
+    per_fold, shared, _ = both_steps(K, y, 10.0 ** log_lam, machine, fold_ids)
+    assert rel(shared, per_fold) < 1e-8
+
+
+def test_unequal_fold_sizes_iterate_to_the_per_fold_solution(always_shared):
+    K, y = problem(131, 4, 0.2, 3, "squared_hinge")
+    fold_ids = np.arange(131) % 10
+    fold_ids[:6] = 0  # fold 0 has 18 samples, the others 12 or 13: three retained sizes
+    sizes = np.bincount(fold_ids)
+    assert len(set(sizes.tolist())) == 3
+    for intercept in (False, True):
+        per_fold, shared, _ = both_steps(K, y, 1e-3, Machine("l2svm", SquaredHingeLoss(),
+                                                             intercept), fold_ids)
+        assert rel(shared, per_fold) < 1e-8
+
+
+def test_default_rule_uses_the_shared_factorisation_at_ten_folds(monkeypatch):
+    calls = []
+    original = bif.FoldOutSolver.__init__
+
+    def spy(self, *args, **kwargs):
+        calls.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(bif.FoldOutSolver, "__init__", spy)
+    K, y = problem(263, 4, 0.1, 1, "square")
+    fold_ids = np.arange(263) % 10
+    per_fold, shared, _ = both_steps(K, y, 1e-3, Machine("krr", SquareLoss()), fold_ids)
+    assert calls, "the shared factorisation was not used at t = 10, |A| = 263"
+    assert rel(shared, per_fold) < 1e-8
+    calls.clear()
+    both_steps(K, y, 1e-3, Machine("krr", SquareLoss()), np.arange(263) % 2)
+    assert not calls, "two folds: two half-size Cholesky factorisations are cheaper"
+
+
+def test_flop_rule():
+    assert bif.shared_factorisation_pays(500, [450] * 10)
+    assert not bif.shared_factorisation_pays(500, [400] * 5)
+    assert not bif.shared_factorisation_pays(50, [45] * 10)
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+def test_order_inf_with_shared_factorisation_equals_refit_cv_for_the_square_loss(intercept):
+    """For the square loss one Newton step is the fold-out solution: order inf is exact."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(157, 3))
+    y = np.where(X[:, 0] - X[:, 1] + 0.5 * rng.normal(size=157) > 0, 1.0, -1.0)
+    fold_ids = rng.permutation(np.arange(157) % 10)
+    machine = "lssvm" if intercept else "krr"
+    kwargs = {"fit_intercept": True} if intercept else {}
+    exact = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-3, folds=fold_ids,
+                              method="exact", **kwargs).predictions
+    fast = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-3, folds=fold_ids,
+                             method="bif", order="inf", **kwargs).predictions
+    assert rel(fast, exact) < 1e-8
