@@ -97,8 +97,8 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     member = fold_ids[:, None] == np.arange(t)[None, :]
     D = np.where(member, 1.0 / sizes[None, :], 0.0) - 1.0 / n
     if order == "inf":
-        return F + _newton_step(K, g, h, lam, n, fold_ids, eps, sizes,
-                                machine.fit_intercept), "inf"
+        return _newton_step(K, g, h, lam, n, fold_ids, eps, sizes, machine.fit_intercept,
+                            fit.intercept), "inf"
 
     if active.size == 0:
         # No point in a quadratic piece: L = 2 lam I, so the series stops after T_1.
@@ -151,61 +151,73 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     if order == "auto":
         if converged(float(np.max(np.abs(T[rows, fold_ids])))):
             return F + total, s
-        return F + _newton_step(K, g, h, lam, n, fold_ids, eps, sizes,
-                                machine.fit_intercept), "inf"
+        return _newton_step(K, g, h, lam, n, fold_ids, eps, sizes, machine.fit_intercept,
+                            fit.intercept), "inf"
     return F + total, s
 
 
-def _newton_step(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept):
+def _newton_step(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept, b=0.0):
     """Order ``"inf"``: one Newton step on each fold-out problem, from the full fit.
 
-    Fold i solves ``B_i y = z_{A_i} + beta 1`` with ``B_i = K_{A_i A_i} + (n - l_i) D``,
-    ``D = diag(2 lam / h)``, on its retained active points ``A_i``,
-    ``z = -eps_i K (d_i * g)`` (and ``1' y = c_i`` with an intercept), then
-    ``Delta = (z + beta - K_{:, A_i} y) / (2 lam)``. Returns ``Delta[j]`` for each sample's
-    own fold.
+    Fold i solves ``B_i y = z_{A_i} + beta 1`` with ``B_i = K_{A_i A_i} + n_i D``,
+    ``D = diag(2 lam / h)``, on its retained active points ``A_i`` (``n_i = n - l_i``
+    retained samples), ``z = -eps_i K (d_i * g)``, and with an intercept also
+    ``1' y = c_i``. The step's coefficients on the retained points R are
+    ``alpha'_R = -(g_R / n_i + y) / (2 lam)`` (y zero off ``A_i``) and its intercept
+    ``b + beta / (2 lam)``, so each held-out prediction is evaluated directly::
 
-    All folds share one factorisation (:class:`FoldOutSolver`): the inverse
-    ``G = (K_AA + m D)^-1`` of the full active system at the most common retained size m,
-    from which each fold's block is eliminated (Schur complement). Cost ``O(|A|^3)`` once
-    (Cholesky and inverse) plus ``O(t |A|^2)`` per right-hand side, against t Cholesky
-    factorisations of about ``|A|`` rows for a direct per-fold solve.
+        f'(x_j) = b + (beta - K_{j R} (g_R / n_i + y)) / (2 lam),      j in S_i.
+
+    This equals ``F_j + Delta_j`` (the full fit plus the step's change) but does not
+    subtract two O(|F|) numbers: for narrow kernels, where the held-out kernel sums are
+    far below ``|F|``, it keeps them to relative precision instead of rounding noise.
+
+    All folds share one factorisation (:class:`FoldOutSolver`) when that pays (see
+    :func:`shared_factorisation_pays`): the inverse ``G = (K_AA + m D)^-1`` of the full
+    active system at the most common retained size m, from which each fold's block is
+    eliminated (Schur complement). Cost ``O(|A|^3)`` once (Cholesky and inverse) plus
+    ``O(t |A|^2)`` per right-hand side and ``O(n^2)`` for the predictions, against t
+    Cholesky factorisations of about ``|A|`` rows for a direct per-fold solve.
+
+    Returns the (n,) held-out predictions.
     """
-    out = np.empty(n)
     t = sizes.shape[0]
     Z = -_kernel_times_dg(K, g, fold_ids, sizes) * eps[None, :]
     active = np.flatnonzero(h > 0)
-    if active.size == 0:
-        for i in range(t):
-            held = fold_ids == i
-            out[held] = Z[held, i] / (2 * lam)
-        return out
     retained_active = active.size - np.bincount(fold_ids[active], minlength=t)
-    if not shared_factorisation_pays(active.size, retained_active):
-        return _newton_step_per_fold(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept,
-                                     Z)
-    solver = FoldOutSolver(K, active, 2 * lam / h[active], fold_ids[active],
-                           (n - sizes).astype(np.float64))
-    if solver.G is None:  # needed jitter: fall back to one factorisation per fold
-        return _newton_step_per_fold(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept,
-                                     Z)
+    solver = None
+    if active.size and shared_factorisation_pays(active.size, retained_active):
+        solver = FoldOutSolver(K, active, 2 * lam / h[active], fold_ids[active],
+                               (n - sizes).astype(np.float64))
+    if solver is None or solver.G is None:
+        # Small or jittered systems: one factorisation per fold.
+        return _newton_step_per_fold(K, g, h, lam, n, fold_ids, sizes, fit_intercept, b, Z)
     rhs = Z[active]
     if fit_intercept:
         Y, ones = solver.solve([rhs, np.ones((active.size, t))])
     else:
         (Y,) = solver.solve([rhs])
+    out = np.empty(n)
     for i in range(t):
-        held = np.flatnonzero(fold_ids == i)
         kept = solver.retained(i)
         y_a = Y[kept, i]
         beta = 0.0
         if fit_intercept and kept.size:
-            retained = fold_ids != i
-            c = -g[retained].sum() / int(retained.sum())
+            c = -g[fold_ids != i].sum() / (n - sizes[i])
             beta = (c - y_a.sum()) / ones[kept, i].sum()
             y_a = y_a + beta * ones[kept, i]
-        out[held] = (Z[held, i] + beta - K[np.ix_(held, active[kept])] @ y_a) / (2 * lam)
+        _fold_out_predictions(out, K, g, fold_ids, i, active[kept], y_a, beta, b, lam)
     return out
+
+
+def _fold_out_predictions(out, K, g, fold_ids, i, active_kept, y_a, beta, b, lam):
+    """Fill ``out`` on fold i with ``b + (beta - K_{S R} (g_R / n_i + y)) / (2 lam)``."""
+    held = np.flatnonzero(fold_ids == i)
+    retained = np.flatnonzero(fold_ids != i)
+    weights = np.zeros(fold_ids.shape[0])
+    weights[retained] = g[retained] / retained.size
+    weights[active_kept] += y_a
+    out[held] = b + (beta - K[np.ix_(held, retained)] @ weights[retained]) / (2 * lam)
 
 
 # Below this many active points the per-fold factorisations are cheaper than the Python
@@ -306,29 +318,24 @@ class FoldOutSolver:
         return out
 
 
-def _newton_step_per_fold(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept, Z):
-    """:func:`_newton_step` with one Cholesky factorisation per fold (jittered systems)."""
+def _newton_step_per_fold(K, g, h, lam, n, fold_ids, sizes, fit_intercept, b, Z):
+    """:func:`_newton_step` with one Cholesky factorisation per fold."""
     out = np.empty(n)
-    t = sizes.shape[0]
-    for i in range(t):
-        held = np.flatnonzero(fold_ids == i)
+    for i in range(sizes.shape[0]):
         retained = fold_ids != i
         n_retained = int(retained.sum())
         active = np.flatnonzero(retained & (h > 0))
-        z = Z[:, i]
+        y_a = np.zeros(0)
         beta = 0.0
         if active.size:
             M = K[np.ix_(active, active)]
             M[np.diag_indices_from(M)] += 2 * lam * n_retained / h[active]
             factor = Factorisation(active, *cholesky_with_jitter(M))
-            y_a = factor.solve(z[active])
+            y_a = factor.solve(Z[active, i])
             if fit_intercept:
                 ones = factor.solve(np.ones(active.size))
                 c = -g[retained].sum() / n_retained
                 beta = (c - y_a.sum()) / ones.sum()
                 y_a = y_a + beta * ones
-            delta = (z[held] + beta - K[np.ix_(held, active)] @ y_a) / (2 * lam)
-        else:
-            delta = (z[held] + beta) / (2 * lam)
-        out[held] = delta
+        _fold_out_predictions(out, K, g, fold_ids, i, active, y_a, beta, b, lam)
     return out

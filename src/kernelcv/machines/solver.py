@@ -209,18 +209,25 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
         K_alpha = K_alpha + step * K_d
         F = K_alpha + b
         g_old_fixed = g[fixed]
+        h_old_active = h[active]
         g, h = loss.derivatives(y, F)
+        residual = float(np.max(np.abs(2 * lam * n * alpha + g))) if n else 0.0
+        g_scale = max(1.0, float(np.max(np.abs(g)))) if n else 1.0
         # The full step landed on the same loss pieces it was computed for: F is then the
-        # exact minimiser of a convex objective that equals the model near F.
+        # exact minimiser of a convex objective that equals the model near F. The active
+        # set and curvatures can repeat while a point moves to another quadratic piece
+        # (the two bands of the eps-insensitive loss), so stationarity
+        # 2 lam n alpha + g = 0 is checked as well.
         same_pieces = (np.array_equal(np.flatnonzero(h > 0), active)
-                       and np.array_equal(g[fixed], g_old_fixed))
+                       and np.array_equal(h[active], h_old_active)
+                       and np.array_equal(g[fixed], g_old_fixed)
+                       and residual <= 1e-6 * g_scale)
         change = step * full_change
         if step == 1.0 and (same_pieces or change <= tol * scale_F):
             converged = True
             break
         # Short steps can also creep onto the optimum: stop once 2 lam n alpha + g = 0.
-        residual = float(np.max(np.abs(2 * lam * n * alpha + g))) if n else 0.0
-        if residual <= 1e-12 * max(1.0, float(np.max(np.abs(g)))) and change <= tol * scale_F:
+        if residual <= 1e-12 * g_scale and change <= tol * scale_F:
             converged = True
             break
     if not converged:
