@@ -154,7 +154,7 @@ def test_label_mapping_note_on_stderr(capsys, tmp_path, classification):
 
 def test_degenerate_warning(capsys, svm_file):
     argv = ["cv", svm_file, "--machine", "lssvm", "--gamma", 1e4, "--lam", 0.01,
-            "--method", "bif"]
+            "--method", "bif", "--order", 5]
     code, out, err = _run(capsys, *argv)
     assert code == 0
     assert "WARNING" in out and "--method exact" in out

@@ -1,6 +1,7 @@
 """Every fast criterion against exact refit cross-validation on the same fold ids."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -210,15 +211,36 @@ def test_bif_matches_factorial_form_and_printed_form_is_wrong(classification):
 # --- degenerate regime -----------------------------------------------------------------
 
 def test_tiny_kernel_width_is_flagged_degenerate(classification):
+    """Finite BIF orders form F + correction: at tiny widths their signs are noise."""
     X, y = classification
-    for method, machine in (("exact", "l2svm"), ("bif", "l2svm"), ("closed-form", "krr")):
+    for machine in ("l2svm", "lssvm"):
         tiny = kc.cross_validate(X, y, machine, gamma=1e4, lam=1e-3, folds=5, random_state=0,
-                                 method=method)
+                                 method="bif", order=5)
         normal = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-3, folds=5,
-                                   random_state=0, method=method)
+                                   random_state=0, method="bif", order=5)
         assert tiny.degenerate and not normal.degenerate
         assert tiny.heldout_ratio < 1e-6 < normal.heldout_ratio
         assert any("degenerate" in note for note in tiny.notes)
+
+
+@pytest.mark.parametrize("machine, method, order", [
+    ("l2svm", "exact", 5), ("krr", "closed-form", 5), ("lssvm", "closed-form", 5),
+    ("krr", "bif", "inf"), ("lssvm", "bif", "inf"), ("l2svm", "bif", "inf")])
+def test_direct_methods_stay_exact_at_tiny_kernel_widths(classification, machine, method,
+                                                        order):
+    """Exact, closed-form and order inf form held-out values directly: not degenerate,
+    and equal to refit CV even where the held-out values are ~1e-30 of the training fit."""
+    X, y = classification
+    ids = np.arange(len(y)) % 5
+    exact = kc.cross_validate(X, y, machine, gamma=400.0, lam=1e-3, folds=ids,
+                              method="exact")
+    fast = kc.cross_validate(X, y, machine, gamma=400.0, lam=1e-3, folds=ids, method=method,
+                             order=order)
+    assert not fast.degenerate
+    assert fast.heldout_ratio < 1e-20
+    assert fast.cv_error == exact.cv_error
+    assert np.all(np.abs(fast.predictions - exact.predictions)
+                  <= 1e-6 * np.abs(exact.predictions) + 1e-300)
 
 
 def test_result_reports_folds_timing_and_json(classification):
@@ -232,3 +254,29 @@ def test_result_reports_folds_timing_and_json(classification):
     assert len(payload["fold_errors"]) == 4 and payload["seconds"] > 0
     assert math.isclose(np.mean(result.predictions * 0 + 1), 1.0)
     assert result.order == 3 and result.order_used == 3
+
+
+HEART = (Path(__file__).resolve().parents[2] / "shared" / "datasets" / "libsvm"
+         / "heart_scale.svm")
+
+
+@pytest.mark.skipif(not HEART.exists(), reason="shared data sets not found")
+def test_degenerate_flag_follows_the_rounding_level_not_a_fixed_ratio():
+    """heart at gamma = 8: the median held-out ratio (2.5e-3) is far above the old 1e-6
+    threshold, yet order 5 reports CV error 0 against an exact 0.24: the rounding level
+    of 'full fit + correction' catches it (4 % of the samples below it)."""
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(str(HEART))
+    X = X.toarray()
+    lam = 2.0 ** -3 / len(y)
+    bif5 = kc.cross_validate(X, y, "l2svm", gamma=8.0, lam=lam, folds=10, random_state=0,
+                             method="bif", order=5, fit_intercept=False)
+    exact = kc.cross_validate(X, y, "l2svm", gamma=8.0, lam=lam, folds=10, random_state=0,
+                              method="exact", fit_intercept=False)
+    inf = kc.cross_validate(X, y, "l2svm", gamma=8.0, lam=lam, folds=10, random_state=0,
+                            method="bif", order="inf", fit_intercept=False)
+    assert bif5.heldout_ratio > 1e-4
+    assert abs(bif5.cv_error - exact.cv_error) > 0.1 and bif5.degenerate
+    assert not exact.degenerate and not inf.degenerate
+    assert inf.cv_error == pytest.approx(exact.cv_error)

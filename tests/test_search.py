@@ -109,7 +109,7 @@ def test_safeguards_can_be_switched_off(binary, folds):
 def test_degenerate_candidates_are_rechecked_exactly(binary, folds):
     X, y = binary
     result = grid_search(X, y, "l2svm", gammas=[1e4, 0.1], lams=LAMS, method="bif",
-                         folds=folds, confirm=0)
+                         order=5, folds=folds, confirm=0)
     degenerate = [i for i, c in enumerate(result.candidates) if c["degenerate"]]
     assert degenerate and result.rechecked == degenerate
     for i in degenerate:

@@ -84,7 +84,10 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
     degree, coef0 : polynomial kernel parameters.
     huber_width : smoothing width of ``svm`` and ``svr`` (default 0.01).
     epsilon : insensitivity of ``svr``.
-    fit_intercept : LS-SVM intercept (default True for lssvm; others are bias-free).
+    fit_intercept : bool or None
+        Unregularised intercept ``b`` (``f = K alpha + b``). None: True for lssvm, l2svm,
+        svm and svr, False for krr (always bias-free); False gives the papers' bias-free
+        machines. Fold-out fits refit their own intercept.
     folds : int or array of n fold ids
         t shuffled (stratified for classifiers) folds, or explicit fold ids.
     method : {"exact", "closed-form", "bif"}
@@ -100,8 +103,9 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
     -------
     CVResult
         ``cv_error`` is the 0-1 error (classifiers) or MSE (regressors) of the held-out
-        predictions. ``degenerate`` warns that held-out kernel predictions are negligible
-        (tiny kernel width); approximate values are then unreliable: use ``method="exact"``.
+        predictions. ``degenerate`` warns that a finite-order BIF value is rounding noise
+        on more than 1 % of the samples (tiny kernel width): use ``method="exact"`` or
+        ``order="inf"``, whose held-out values are formed directly.
 
     Notes
     -----

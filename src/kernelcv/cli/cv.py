@@ -95,7 +95,8 @@ def add_arguments(parser):
     machine.add_argument("--epsilon", type=float, default=0.1, metavar="E",
                          help="insensitivity of svr (default: %(default)s)")
     machine.add_argument("--no-intercept", action="store_true",
-                         help="fit lssvm without a bias term")
+                         help="fit lssvm, l2svm, svm or svr without their intercept (the "
+                              "papers' bias-free machines; krr never has one)")
 
     folds = parser.add_argument_group("folds")
     source = folds.add_mutually_exclusive_group()
@@ -198,12 +199,12 @@ def _fold_errors(errors):
 
 
 def _degenerate_advice(summary):
-    text = (f"degenerate result: held-out kernel predictions are negligible next to the "
-            f"training fit (median ratio {summary.get('heldout_ratio', 0.0):.2g}); the "
-            "kernel width is probably too small.")
-    if summary["method"] == "exact":
-        return text + " The exact estimate is still correct, but the model is useless."
-    return text + " The approximate value is not trustworthy; rerun with --method exact."
+    text = ("degenerate result: many held-out values are below the rounding level of "
+            "'full fit + correction' (median held-out ratio "
+            f"{summary.get('heldout_ratio', 0.0):.2g}); the kernel width is probably too "
+            "small.")
+    return text + (" The approximate value is not trustworthy; rerun with --method exact "
+                   "or --order inf.")
 
 
 def problems(summary):

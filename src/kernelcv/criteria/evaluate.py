@@ -15,7 +15,13 @@ import numpy as np
 from ..exceptions import KernelCVError
 from .bif import bif_predictions
 from .exact import refit_predictions
-from .result import DEGENERATE_RATIO, fold_errors, heldout_ratio
+from .result import (
+    DEGENERATE_SHARE,
+    NEGLIGIBLE_RATIO,
+    fold_errors,
+    heldout_rounding,
+    newton_curvature,
+)
 
 METHODS = ("exact", "closed-form", "bif")
 
@@ -67,13 +73,16 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
     notes = []
     if method == "closed-form":
         predictions = closed.predictions(y, lam)
-        alpha = closed.full_fit(y, lam)[0]
+        alpha, intercept = closed.full_fit(y, lam)
+        curvature = 2.0 / (2.0 * lam * (y.shape[0] - int(np.bincount(fold_ids).max())))
     else:
         start = {} if warm is None else {"alpha0": warm.alpha, "intercept0": warm.intercept}
         fit_tic = time.perf_counter()
         fit = machine.fit(K, y, lam, **start)
         fit_seconds = time.perf_counter() - fit_tic
-        alpha = fit.alpha
+        alpha, intercept = fit.alpha, fit.intercept
+        curvature = newton_curvature(machine.loss.derivatives(y, fit.decision)[1], lam,
+                                     fold_ids)
         if method == "exact":
             predictions, _ = refit_predictions(K, y, fold_ids, lam, machine, full_fit=fit)
         else:
@@ -86,12 +95,18 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
         raise KernelCVError(
             f"method {method!r} produced non-finite held-out predictions at lam = {lam:g}: "
             "lam is too small for this kernel matrix; increase lam or use method='exact'")
-    ratio = heldout_ratio(K, alpha, fold_ids)
-    degenerate = ratio < DEGENERATE_RATIO
+    ratio, noise_share = heldout_rounding(K, alpha, intercept, fold_ids, curvature)
+    # Exact refits, the closed form and order inf form held-out values directly (no
+    # "full fit + correction" subtraction), so only finite BIF orders can be noise.
+    direct = method in ("exact", "closed-form") or order_used == "inf"
+    degenerate = not direct and (noise_share > DEGENERATE_SHARE
+                                  or ratio < NEGLIGIBLE_RATIO)
     if degenerate:
         notes.append(
-            "degenerate: held-out kernel predictions are negligible (kernel width too "
-            "small); approximate CV values are unreliable here, use method='exact'")
+            f"degenerate: {100 * noise_share:.0f} % of the held-out values are below the "
+            "rounding level of 'full fit + correction' (median held-out ratio "
+            f"{ratio:.2g}): kernel width too small; this approximate CV value is "
+            "unreliable here, use method='exact' or order='inf'")
     error, per_fold = fold_errors(y, predictions, fold_ids, machine.metric)
     return Evaluation(cv_error=error, fold_errors=per_fold, predictions=predictions,
                       order_used=order_used, degenerate=degenerate, heldout_ratio=ratio,

@@ -6,9 +6,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-# Held-out kernel predictions below this fraction of the training fit (median over
-# samples) mean every "full fit + correction" formula is dominated by rounding.
-DEGENERATE_RATIO = 1e-6
+# A "full fit + correction" estimate is degenerate when more than this share of the
+# samples have a held-out value below its rounding level (their signs are noise).
+DEGENERATE_SHARE = 0.01
+# ... or when the held-out kernel sums are negligible next to the training fit (median
+# ratio): a truncated series then has not moved the predictions off the training fit.
+NEGLIGIBLE_RATIO = 1e-6
 
 
 @dataclass
@@ -25,10 +28,15 @@ class CVResult:
     n_folds, n_samples : fold count and sample count.
     seconds : wall time of the whole estimate, kernel included.
     fit_seconds : wall time of the one full-data fit (0 for methods that need none).
-    degenerate : held-out kernel predictions are negligible next to the training fit
-        (median ratio below 1e-6, tiny kernel widths): approximate methods are then not
-        trustworthy and ``method="exact"`` should be used.
-    heldout_ratio : that median ratio.
+    degenerate : the held-out values were formed as "full fit + correction" (BIF of a
+        finite order, GACV) and more than 1 % of them lie below the rounding level of
+        that sum, or the median held-out ratio is below 1e-6 (narrow kernels, where a
+        truncated series stays near the training fit; see :func:`heldout_rounding`): the
+        estimate is then not
+        trustworthy and ``method="exact"`` or ``order="inf"`` should be used. Exact,
+        closed-form and order-inf values are formed directly and are never degenerate.
+    heldout_ratio : median over samples of the held-out kernel sum relative to the
+        training fit (informative; ~0 for narrow kernels).
     metric : ``"0-1"`` or ``"mse"``.
     params : machine, kernel and regularisation parameters.
     label_mapping : ``{-1: label, 1: label}`` for classifiers, else None.
@@ -87,21 +95,52 @@ def fold_errors(y, predictions, fold_ids, metric: str) -> tuple[float, np.ndarra
     return float(losses.mean()), per_fold
 
 
-def heldout_ratio(K, alpha, fold_ids) -> float:
-    """Median over samples of ``|sum_{k not in fold(j)} K_jk alpha_k| / |(K alpha)_j|``.
+def heldout_rounding(K, alpha, intercept, fold_ids, curvature) -> tuple[float, float]:
+    """How much of each training-fit value a held-out prediction keeps, against rounding.
 
-    It measures how much of each training-fit value comes from outside the sample's own
-    fold; ~0 means held-out predictions are numerically nothing (tiny kernel width).
-    Cost: O(n^2).
+    For sample j in fold S the held-out kernel sum of the full fit is
+    ``o_j = sum_{k not in S} K_jk alpha_k`` (formed directly); a formula that computes a
+    held-out value as ``F_j + correction`` subtracts numbers of size
+    ``s_j = sum_k |K_jk alpha_k| + |b|`` and carries an error of about the rounding level
+    ``r_j = u kappa sqrt(n) s_j``, with u the unit roundoff and
+    ``kappa = 1 + ||K||_inf * curvature`` a bound on the condition number of the Newton
+    system (``curvature = max h / (2 lam n_min)``, n_min the smallest retained size; 0
+    when no point is in a quadratic piece). Where ``|o_j + b| <= r_j`` that value is
+    rounding noise.
+
+    Returns
+    -------
+    ratio : median of ``|o_j| / |F_j|`` over samples with ``F_j != 0`` (0 if none).
+    noise_share : share of samples with ``|o_j + b| <= r_j``.
+
+    Cost: O(n^2), one pass over the rows of K, fold by fold.
     """
-    full = K @ alpha
-    own = np.empty_like(full)
+    n = alpha.shape[0]
+    outside = np.empty(n)
+    full = np.empty(n)
+    scale = np.empty(n)
+    row_sum = 0.0
+    abs_alpha = np.abs(alpha)
     for i in range(int(fold_ids.max()) + 1):
-        idx = np.flatnonzero(fold_ids == i)
-        own[idx] = K[np.ix_(idx, idx)] @ alpha[idx]
-    outside = np.abs(full - own)
-    scale = np.abs(full)
-    valid = scale > 0
-    if not np.any(valid):
-        return 0.0
-    return float(np.median(outside[valid] / scale[valid]))
+        held = fold_ids == i
+        rows = K[held]
+        full[held] = rows @ alpha
+        outside[held] = rows[:, ~held] @ alpha[~held]
+        absolute = np.abs(rows)
+        scale[held] = absolute @ abs_alpha
+        row_sum = max(row_sum, float(absolute.sum(axis=1).max()))
+    b = float(intercept)
+    kappa = 1.0 + row_sum * float(curvature)
+    level = np.finfo(np.float64).eps * kappa * np.sqrt(n) * (scale + abs(b))
+    noise_share = float(np.mean(np.abs(outside + b) <= level))
+    valid = full != 0
+    ratio = float(np.median(np.abs(outside[valid]) / np.abs(full[valid]))) if valid.any() else 0.0
+    return ratio, noise_share
+
+
+def newton_curvature(h, lam, fold_ids) -> float:
+    """``max h / (2 lam n_min)`` for :func:`heldout_rounding` (0 when ``h`` is all 0)."""
+    sizes = np.bincount(fold_ids)
+    n_min = fold_ids.shape[0] - int(sizes.max())
+    top = float(np.max(h)) if h.size else 0.0
+    return top / (2.0 * lam * max(n_min, 1)) if top > 0 else 0.0

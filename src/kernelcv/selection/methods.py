@@ -33,7 +33,12 @@ from .._threads import blas_threads_for
 from ..criteria.closed_form import ClosedFormCV
 from ..criteria.evaluate import evaluate_lam
 from ..criteria.gacv import gacv
-from ..criteria.result import DEGENERATE_RATIO, heldout_ratio
+from ..criteria.result import (
+    DEGENERATE_SHARE,
+    NEGLIGIBLE_RATIO,
+    heldout_rounding,
+    newton_curvature,
+)
 from ..exceptions import KernelCVError
 from ..kernels import GramFactory, make_kernel
 from ..machines import Machine
@@ -396,11 +401,15 @@ class GACV(CVMethod):
         fit = machine.fit(K, y, lam, **start)
         fit_seconds = time.perf_counter() - tic
         value = float(gacv(K, y, fit, lam, machine=machine))
-        ratio = heldout_ratio(K, fit.alpha, fold_ids)
+        curvature = newton_curvature(machine.loss.derivatives(y, fit.decision)[1], lam,
+                                     fold_ids)
+        ratio, noise_share = heldout_rounding(K, fit.alpha, fit.intercept, fold_ids,
+                                              curvature)
         record = {
             "lam": lam, "score": value, "cv_error": None, "fold_errors": None,
             "fold_sizes": None, "n_folds": int(fold_ids.max()) + 1, "order_used": None,
-            "degenerate": bool(ratio < DEGENERATE_RATIO), "heldout_ratio": float(ratio),
+            "degenerate": bool(noise_share > DEGENERATE_SHARE
+                                or ratio < NEGLIGIBLE_RATIO), "heldout_ratio": float(ratio),
             "seconds": time.perf_counter() - tic, "fit_seconds": fit_seconds, "notes": [],
         }
         return record, fit
