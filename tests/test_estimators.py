@@ -178,6 +178,8 @@ def test_kernel_ridge_matches_sklearn(kernel, sk_kernel, params, sparse):
 
 
 def test_huber_svm_tends_to_hinge_svm():
+    # the bias-free machine (fit_intercept=False) against the bias-free dual QP; with the
+    # default intercept it is compared with SVC in tests/test_intercept.py
     X, y = blobs()
     n, lam, gamma = y.size, 1e-2, 0.5
     K = Kernel("rbf", gamma)(X)
@@ -195,7 +197,8 @@ def test_huber_svm_tends_to_hinge_svm():
 
     errors, distances = [], []
     for width in (0.1, 0.01, 0.001):
-        est = HuberSVMClassifier(gamma=gamma, lam=lam, huber_width=width).fit(X, y)
+        est = HuberSVMClassifier(gamma=gamma, lam=lam, huber_width=width,
+                                 fit_intercept=False).fit(X, y)
         errors.append(hinge_objective(est.dual_coef_) / optimum - 1.0)
         distances.append(np.max(np.abs(est.decision_function(X) - K @ alpha_ref)))
     # The Huber loss exceeds the hinge by at most width / 4, so 0 <= error <= width / (4 P*);
@@ -212,7 +215,7 @@ def test_l2svm_matches_dual_qp():
     lam, gamma = 1e-2, 0.5
     K = Kernel("rbf", gamma)(X)
     alpha_ref = squared_hinge_dual(K, y, lam)
-    est = L2SVMClassifier(gamma=gamma, lam=lam).fit(X, y)
+    est = L2SVMClassifier(gamma=gamma, lam=lam, fit_intercept=False).fit(X, y)
     np.testing.assert_allclose(est.decision_function(X), K @ alpha_ref, rtol=0, atol=1e-6)
     assert est.intercept_ == 0.0
 
@@ -240,7 +243,8 @@ def test_huber_svr_matches_lbfgs_on_smoothed_objective():
     K = Kernel("rbf", gamma)(X)
     loss = HuberInsensitiveLoss(epsilon=epsilon, width=width)
     f_ref, value_ref = smoothed_svr_lbfgs(K, y, lam, loss)
-    est = HuberSVMRegressor(gamma=gamma, lam=lam, epsilon=epsilon, huber_width=width).fit(X, y)
+    est = HuberSVMRegressor(gamma=gamma, lam=lam, epsilon=epsilon, huber_width=width,
+                            fit_intercept=False).fit(X, y)
     f = est.predict(X)
     value = np.mean(loss.value(y, f)) + lam * est.dual_coef_ @ K @ est.dual_coef_
     assert value == pytest.approx(value_ref, rel=1e-10)
@@ -248,10 +252,9 @@ def test_huber_svr_matches_lbfgs_on_smoothed_objective():
 
 
 def test_huber_svr_tends_to_insensitive_svr():
-    # sklearn's SVR is not a usable reference: it fits an intercept, which is not zero even
-    # for a zero-mean target (about -0.18 on these data), so its predictions differ from
-    # the bias-free machine by far more than any smoothing error. The reference is the
-    # bias-free dual QP instead.
+    # The bias-free machine (fit_intercept=False) against the bias-free dual QP (sklearn's
+    # SVR, with its intercept, is the reference of the default machine in
+    # tests/test_intercept.py).
     X, y = wave()
     n, lam, gamma, epsilon = y.size, 1e-2, 0.5, 0.1
     K = Kernel("rbf", gamma)(X)
@@ -267,7 +270,8 @@ def test_huber_svr_tends_to_insensitive_svr():
 
     errors, distances = [], []
     for width in (0.1, 0.01, 0.001):
-        est = HuberSVMRegressor(gamma=gamma, lam=lam, epsilon=epsilon, huber_width=width)
+        est = HuberSVMRegressor(gamma=gamma, lam=lam, epsilon=epsilon, huber_width=width,
+                                fit_intercept=False)
         est.fit(X, y)
         errors.append(insensitive_objective(est.dual_coef_) / optimum - 1.0)
         distances.append(np.max(np.abs(est.predict(X) - K @ beta_ref)))

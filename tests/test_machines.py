@@ -69,5 +69,5 @@ def test_bad_machine_settings():
         make_machine("svm", huber_width=0)
     with pytest.raises(KernelCVError):
         make_machine("svr", epsilon=-1)
-    with pytest.raises(KernelCVError):
-        make_machine("l2svm", fit_intercept=True)
+    with pytest.raises(KernelCVError, match="krr.*bias-free"):
+        make_machine("krr", fit_intercept=True)

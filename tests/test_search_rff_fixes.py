@@ -151,7 +151,9 @@ def test_l2svm_final_model_is_the_kernelcv_l2svm(data):
     p = search.best_params_
     reference = L2SVMClassifier(gamma=p["gamma"], lam=p["lam"]).fit(X, y)
     np.testing.assert_array_equal(search.predict(X), reference.predict(X))
-    assert search.search_.config["feature_intercept"] is False
+    # l2svm fits an intercept by default (issue 14): the feature-space model has one too
+    assert search.search_.config["feature_intercept"] is True
+    assert search.best_estimator_.fit_intercept is True
 
 
 # ------------------------------------------------------------ 4. intercepts

@@ -69,7 +69,8 @@ def add_arguments(parser):
     machine.add_argument("--svr-epsilon", type=float, default=0.1, metavar="E",
                          help="insensitivity of svr (default 0.1)")
     machine.add_argument("--no-intercept", action="store_true",
-                         help="fit lssvm without its intercept")
+                         help="fit lssvm, l2svm, svm or svr without their intercept (the "
+                              "papers' bias-free machines; krr never has one)")
     grid = parser.add_argument_group(
         "grids (comma lists; 2^k powers; ranges like 2^-3..2^3)")
     widths = grid.add_mutually_exclusive_group()
@@ -262,7 +263,9 @@ def render(report, args=None):
     n_candidates = len(report["candidates"])
     rows = [
         ("data", f"{report['data']}  ({report['n_samples']} samples)"),
-        ("machine", f"{report['machine']}, {report['kernel']} kernel"),
+        ("machine", f"{report['machine']}, {report['kernel']} kernel"
+                    + ("" if report.get("fit_intercept") is None else
+                       ", with intercept" if report["fit_intercept"] else ", no intercept")),
         ("method", method),
         ("folds", f"{report['folds']}  (from {report['fold_ids']})" if report.get("fold_ids")
          else f"{report['folds']}  (shuffled, seed {report.get('seed')})"),

@@ -3,8 +3,9 @@
 Wahba, Lin and Zhang, "Generalized approximate cross-validation for support vector
 machines" (in *Advances in Large Margin Classifiers*, MIT Press, 2000), estimate the
 leave-one-out hinge risk of the SVM from the full-data fit alone. :func:`gacv` evaluates
-that estimate for kernelcv's bias-free ``svm`` machine; :func:`gacv_path` evaluates it along a
-grid of lam values that share one Gram matrix, warm-starting each fit from the previous one.
+that estimate for kernelcv's ``svm`` machine, with or without its intercept;
+:func:`gacv_path` evaluates it along a grid of lam values that share one Gram matrix,
+warm-starting each fit from the previous one.
 
 Unlike the criteria of :mod:`kernelcv.criteria.exact` and :mod:`kernelcv.criteria.bif`,
 GACV does not produce held-out predictions: it is a scalar model-selection score, to be
@@ -42,8 +43,9 @@ def gacv(K, y, fit: FitResult, lam, *, machine) -> float:
     lam : float
         The regularisation the fit was made with (``lam > 0``).
     machine : Machine or str
-        The fitted machine; only ``"svm"`` (Huber-smoothed hinge, bias-free) is supported.
-        A name builds the machine with its default Huber width.
+        The fitted machine; only ``"svm"`` (Huber-smoothed hinge, with or without the
+        intercept) is supported. A name builds the machine with its defaults (Huber width
+        0.01, with intercept).
 
     Returns
     -------
@@ -60,7 +62,8 @@ def gacv(K, y, fit: FitResult, lam, *, machine) -> float:
 
     Notes
     -----
-    **The quantity.** With margins ``m_i = y_i f_i`` of the full-data fit ``f = K alpha``,
+    **The quantity.** With margins ``m_i = y_i f_i`` of the full-data fit ``f = K alpha + b``
+    (``b = 0`` for the bias-free machine),
 
     .. math::
 
@@ -91,12 +94,21 @@ def gacv(K, y, fit: FitResult, lam, *, machine) -> float:
       whose left-out fit predicts the other class, ``y~_i = -y_i``) and 1 for a point in
       the band (``y~_i ~ 0``, the left-out fit is near the boundary).
 
-    **Assumptions.** The machine is bias-free (kernelcv's ``svm``; the paper's SVM has an
-    intercept, for which the same formula is used there as an approximation) and the fit
-    is the exact minimiser at ``lam``. Freezing the other dual weights ignores how the
-    remaining support vectors re-arrange to make up for the deleted one; that is why GACV
-    is conservative. For the bias-free machine it is in fact an upper bound: for any convex
-    loss, deleting point i moves ``f_i`` by at most ``|alpha_i| K_ii`` (monotonicity of the
+    **With an intercept.** Wahba, Lin and Zhang's SVM has the free intercept, and the
+    formula carries over unchanged: at the optimum ``2 n lam alpha = -g`` still holds (the
+    intercept adds only ``sum_j alpha_j = 0``), so
+    ``f_i = sum_j K_ij y_j u_j / (2 n lam) + b``, and with every other dual weight and ``b``
+    frozen the self-influence is again
+    ``df_i / dy_i = u_i K_ii / (2 n lam) = |alpha_i| K_ii``: the same diagonal, with the
+    margins ``m_i`` now including ``b``. What does not carry over is the upper bound below:
+    deleting a point can also move the unpenalised ``b``, which the RKHS argument does not
+    control, so with an intercept GACV is the paper's approximation, not a bound.
+
+    **Assumptions.** The fit is the exact minimiser at ``lam``. Freezing the other dual
+    weights ignores how the remaining support vectors re-arrange to make up for the
+    deleted one; that is why GACV is conservative. For the bias-free machine
+    (``fit_intercept=False``) it is in fact an upper bound: for any convex loss, deleting
+    point i moves ``f_i`` by at most ``|alpha_i| K_ii`` (monotonicity of the
     loss gradient and Cauchy-Schwarz in the RKHS), and the hinge is 1-Lipschitz, so
     ``D_i <= |alpha_i| K_ii`` and ``GACV(lam) >= V(lam)`` at every lam. The bound is an
     equality when every point stays on the linear piece of the hinge with and without
@@ -140,7 +152,8 @@ def gacv_path(K, y, lams, machine="svm") -> np.ndarray:
     lams : sequence of float
         The lam values (any order; each > 0).
     machine : Machine or str, default ``"svm"``
-        The machine to fit; only ``svm`` is supported (see :func:`gacv`).
+        The machine to fit; only ``svm`` (with or without intercept) is supported (see
+        :func:`gacv`).
 
     Returns
     -------
@@ -151,8 +164,8 @@ def gacv_path(K, y, lams, machine="svm") -> np.ndarray:
     -----
     The fits run from the largest lam down, each warm-started from the previous solution
     rescaled by ``lam_prev / lam`` (``alpha = y u / (2 n lam)`` with dual weights ``u`` that
-    change little between neighbouring lam). Cost: one fit per lam (a few Newton steps
-    each when warm-started) plus O(n) for each GACV value.
+    change little between neighbouring lam) and from the previous intercept. Cost: one
+    fit per lam (a few Newton steps each when warm-started) plus O(n) for each GACV value.
     """
     machine = _svm_machine(machine)
     K, y = _check_problem(K, y)
@@ -168,7 +181,8 @@ def gacv_path(K, y, lams, machine="svm") -> np.ndarray:
         warm = {}
         if previous is not None:
             prev_lam, prev_fit = previous
-            warm = {"alpha0": prev_fit.alpha * (prev_lam / lam)}
+            warm = {"alpha0": prev_fit.alpha * (prev_lam / lam),
+                    "intercept0": prev_fit.intercept}
         fit = machine.fit(K, y, lam, **warm)
         _check_stationarity(machine, y, fit.alpha, fit.decision, lam)
         out[position] = _gacv_value(diag, y, fit.alpha, fit.decision)

@@ -8,9 +8,9 @@ estimator                      machine    loss
 =============================  =========  ==============================================
 :class:`KernelRidgeRegressor`  ``krr``    square (kernel ridge regression)
 :class:`LSSVMClassifier`       ``lssvm``  square on +-1 labels, with intercept by default
-:class:`L2SVMClassifier`       ``l2svm``  squared hinge, bias-free
-:class:`HuberSVMClassifier`    ``svm``    Huber-smoothed hinge, bias-free
-:class:`HuberSVMRegressor`     ``svr``    Huber-smoothed epsilon-insensitive, bias-free
+:class:`L2SVMClassifier`       ``l2svm``  squared hinge, with intercept by default
+:class:`HuberSVMClassifier`    ``svm``    Huber-smoothed hinge, with intercept by default
+:class:`HuberSVMRegressor`     ``svr``    Huber-smoothed eps-insensitive, intercept by default
 =============================  =========  ==============================================
 
 :class:`SmoothLOOLSSVMClassifier` is different: an LS-SVM whose many kernel weights (a
@@ -26,8 +26,10 @@ CV criteria of :mod:`kernelcv.selection`; ``ESTIMATORS`` maps each machine name 
 estimator class.
 
 All of them minimise ``(1/n) sum_i loss(y_i, f(x_i)) + lam * alpha' K alpha`` with
-``f = K alpha (+ b)``. They keep the training data (``X_fit_``) because predicting needs the
-kernel between new points and the training points.
+``f = K alpha (+ b)``; all but ``KernelRidgeRegressor`` fit the unregularised intercept
+``b`` unless ``fit_intercept=False`` (the papers' bias-free machines). They keep the
+training data (``X_fit_``) because predicting needs the kernel between new points and the
+training points.
 
 Classifiers map two classes of any type to -1/+1 (``classes_[1]`` is the positive class)
 and handle more classes one-vs-rest: one machine per class, all on one Gram matrix.

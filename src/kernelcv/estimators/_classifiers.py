@@ -83,12 +83,13 @@ class LSSVMClassifier(_KernelMachineClassifier):
 
 
 class L2SVMClassifier(_KernelMachineClassifier):
-    """Bias-free L2-SVM: squared hinge loss (kernelcv machine ``l2svm``).
+    """L2-SVM: squared hinge loss (kernelcv machine ``l2svm``).
 
     With labels ``y_i`` in {-1, +1}, minimises
-    ``(1/n) sum_i max(0, 1 - y_i f(x_i))^2 + lam * alpha' K alpha`` with ``f = K alpha``
-    (no intercept; a constant added to the kernel, e.g. ``poly`` with ``coef0 > 0``, plays
-    its role).
+    ``(1/n) sum_i max(0, 1 - y_i f(x_i))^2 + lam * alpha' K alpha`` with
+    ``f = K alpha + b``; the unregularised intercept ``b`` adds the condition
+    ``sum_i alpha_i = 0`` at the optimum. ``fit_intercept=False`` gives the papers'
+    bias-free L2-SVM ``f = K alpha``.
 
     Parameters
     ----------
@@ -111,6 +112,8 @@ class L2SVMClassifier(_KernelMachineClassifier):
     memory_budget : int, str or None, default=None
         Bytes (or e.g. ``"8G"``) the dense kernel matrices may take; see
         :mod:`kernelcv.memory`.
+    fit_intercept : bool, default=True
+        Fit the unregularised intercept ``b`` (False: the bias-free machine).
 
     Attributes
     ----------
@@ -121,7 +124,7 @@ class L2SVMClassifier(_KernelMachineClassifier):
     dual_coef_ : ndarray of shape (n_samples,) or (n_classes, n_samples)
         ``alpha``; one row per one-vs-rest machine with more than two classes.
     intercept_ : float or ndarray of shape (n_classes,)
-        Always 0.
+        ``b`` (0 without intercept).
     gamma_ : float
         The resolved kernel parameter.
     n_iter_ : int or ndarray of shape (n_classes,)
@@ -132,18 +135,19 @@ class L2SVMClassifier(_KernelMachineClassifier):
     Notes
     -----
     In scikit-learn's form ``1/2 ||f||^2 + C sum_i loss_i`` this is ``C = 1 / (2 n lam)``
-    (divide by ``C n``); :class:`sklearn.svm.SVC` uses the plain hinge and an intercept,
-    so it is a related but different model.
+    (divide by ``C n``); :class:`sklearn.svm.LinearSVC` (``loss="squared_hinge"``) fits the
+    same loss for the linear kernel, but penalises its intercept unless
+    ``intercept_scaling`` is large; :class:`sklearn.svm.SVC` uses the plain hinge.
 
     Cost: O(n^2) memory for the Gram matrix, O(n^3) time to fit (a few Newton steps, each
     a Cholesky factorisation of the margin-violating block), O(n d) per predicted point.
     """
 
     _machine_name = "l2svm"
-    _parameter_constraints: dict = dict(_COMMON_CONSTRAINTS)
+    _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "fit_intercept": ["boolean"]}
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
-                 tol=1e-10, max_iter=100, memory_budget=None):
+                 tol=1e-10, max_iter=100, memory_budget=None, fit_intercept=True):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -152,16 +156,22 @@ class L2SVMClassifier(_KernelMachineClassifier):
         self.tol = tol
         self.max_iter = max_iter
         self.memory_budget = memory_budget
+        self.fit_intercept = fit_intercept
+
+    def _machine_options(self) -> dict:
+        return {"fit_intercept": bool(self.fit_intercept)}
 
 
 class HuberSVMClassifier(_KernelMachineClassifier):
-    """Bias-free SVM with a Huber-smoothed hinge loss (kernelcv machine ``svm``).
+    """SVM with a Huber-smoothed hinge loss (kernelcv machine ``svm``).
 
     With labels ``y_i`` in {-1, +1} and margins ``m_i = y_i f(x_i)``, minimises
-    ``(1/n) sum_i psi(1 - m_i) + lam * alpha' K alpha`` with ``f = K alpha``, where ``psi``
-    is ``max(0, z)`` with its kink smoothed over ``|z| <= huber_width``:
+    ``(1/n) sum_i psi(1 - m_i) + lam * alpha' K alpha`` with ``f = K alpha + b``, where
+    ``psi`` is ``max(0, z)`` with its kink smoothed over ``|z| <= huber_width``:
     ``psi(z) = (z + w)^2 / (4 w)`` there. It exceeds the hinge loss by at most ``w / 4``,
-    so the model tends to the bias-free hinge-loss SVM as ``huber_width -> 0``.
+    so the model tends to the hinge-loss SVM (:class:`sklearn.svm.SVC`) as
+    ``huber_width -> 0``. ``fit_intercept=False`` gives the papers' bias-free SVM
+    ``f = K alpha``.
 
     Parameters
     ----------
@@ -196,7 +206,7 @@ class HuberSVMClassifier(_KernelMachineClassifier):
     dual_coef_ : ndarray of shape (n_samples,) or (n_classes, n_samples)
         ``alpha``; one row per one-vs-rest machine with more than two classes.
     intercept_ : float or ndarray of shape (n_classes,)
-        Always 0.
+        ``b`` (0 without intercept).
     gamma_ : float
         The resolved kernel parameter.
     n_iter_ : int or ndarray of shape (n_classes,)
@@ -208,8 +218,7 @@ class HuberSVMClassifier(_KernelMachineClassifier):
     -----
     :class:`sklearn.svm.SVC` minimises ``1/2 ||f||^2 + C sum_i hinge_i``; dividing by
     ``C n`` gives the objective above with ``lam = 1 / (2 n C)``, i.e. ``C = 1 / (2 n lam)``.
-    ``SVC`` also fits an intercept, which this bias-free machine does not (a constant
-    added to the kernel, e.g. ``poly`` with ``coef0 > 0``, plays its role).
+    With ``fit_intercept=True`` (default) the intercept is unregularised, as ``SVC``'s.
 
     Cost: O(n^2) memory for the Gram matrix, O(n^3) time to fit (a few Newton steps, each
     a Cholesky factorisation of the points inside the smoothed band), O(n d) per
@@ -217,10 +226,12 @@ class HuberSVMClassifier(_KernelMachineClassifier):
     """
 
     _machine_name = "svm"
-    _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "huber_width": [_POSITIVE_FINITE]}
+    _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "fit_intercept": ["boolean"],
+                                    "huber_width": [_POSITIVE_FINITE]}
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
-                 tol=1e-10, max_iter=100, memory_budget=None, huber_width=0.01):
+                 tol=1e-10, max_iter=100, memory_budget=None, huber_width=0.01,
+                 fit_intercept=True):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -229,7 +240,9 @@ class HuberSVMClassifier(_KernelMachineClassifier):
         self.tol = tol
         self.max_iter = max_iter
         self.memory_budget = memory_budget
+        self.fit_intercept = fit_intercept
         self.huber_width = huber_width
 
     def _machine_options(self) -> dict:
-        return {"huber_width": float(self.huber_width)}
+        return {"fit_intercept": bool(self.fit_intercept),
+                "huber_width": float(self.huber_width)}

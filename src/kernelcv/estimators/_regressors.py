@@ -83,14 +83,15 @@ class KernelRidgeRegressor(_KernelMachineRegressor):
 
 
 class HuberSVMRegressor(_KernelMachineRegressor):
-    """Bias-free support vector regression, Huber-smoothed (kernelcv machine ``svr``).
+    """Support vector regression, Huber-smoothed (kernelcv machine ``svr``).
 
     Minimises ``(1/n) sum_i [psi(r_i - eps) + psi(-r_i - eps)] + lam * alpha' K alpha`` with
-    residuals ``r_i = f(x_i) - y_i`` and ``f = K alpha``, where ``psi`` is ``max(0, z)``
+    residuals ``r_i = f(x_i) - y_i`` and ``f = K alpha + b``, where ``psi`` is ``max(0, z)``
     with its kink smoothed over ``|z| <= huber_width`` (``psi(z) = (z + w)^2 / (4 w)``
     there). For ``epsilon >= huber_width`` the loss exceeds the epsilon-insensitive loss
-    ``max(0, |r| - eps)`` by at most ``w / 4``, so the model tends to the bias-free SVR as
-    ``huber_width -> 0``.
+    ``max(0, |r| - eps)`` by at most ``w / 4``, so the model tends to the SVR
+    (:class:`sklearn.svm.SVR`) as ``huber_width -> 0``. The intercept ``b`` is
+    unregularised; ``fit_intercept=False`` gives the papers' bias-free SVR ``f = K alpha``.
 
     Parameters
     ----------
@@ -117,6 +118,8 @@ class HuberSVMRegressor(_KernelMachineRegressor):
         Half-width of the insensitive tube (in units of y).
     huber_width : float > 0, default=0.01
         Half-width ``w`` of the smoothed band around each kink.
+    fit_intercept : bool, default=True
+        Fit the unregularised intercept ``b`` (False: the bias-free machine).
 
     Attributes
     ----------
@@ -125,7 +128,7 @@ class HuberSVMRegressor(_KernelMachineRegressor):
     dual_coef_ : ndarray of shape (n_samples,)
         ``alpha``.
     intercept_ : float
-        Always 0.
+        ``b`` (0 without intercept).
     gamma_ : float
         The resolved kernel parameter.
     n_iter_ : int
@@ -136,9 +139,9 @@ class HuberSVMRegressor(_KernelMachineRegressor):
     Notes
     -----
     :class:`sklearn.svm.SVR` minimises ``1/2 ||f||^2 + C sum_i max(0, |r_i| - eps)``;
-    dividing by ``C n`` gives the objective above with ``C = 1 / (2 n lam)``. ``SVR`` also
-    fits an intercept, which this bias-free machine does not; centre y (or add a constant
-    to the kernel) when the target has a large mean.
+    dividing by ``C n`` gives the objective above with ``C = 1 / (2 n lam)``; both fit an
+    unregularised intercept. Without it (``fit_intercept=False``) centre y (or add a
+    constant to the kernel) when the target has a large mean.
 
     Cost: O(n^2) memory for the Gram matrix, O(n^3) time to fit (a few Newton steps, each
     a Cholesky factorisation of the points inside the smoothed bands), O(n d) per
@@ -148,12 +151,14 @@ class HuberSVMRegressor(_KernelMachineRegressor):
     _machine_name = "svr"
     _parameter_constraints: dict = {
         **_COMMON_CONSTRAINTS,
+        "fit_intercept": ["boolean"],
         "epsilon": [Interval(Real, 0, np.inf, closed="left")],
         "huber_width": [_POSITIVE_FINITE],
     }
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
-                 tol=1e-10, max_iter=100, memory_budget=None, epsilon=0.1, huber_width=0.01):
+                 tol=1e-10, max_iter=100, memory_budget=None, epsilon=0.1, huber_width=0.01,
+                 fit_intercept=True):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -162,8 +167,10 @@ class HuberSVMRegressor(_KernelMachineRegressor):
         self.tol = tol
         self.max_iter = max_iter
         self.memory_budget = memory_budget
+        self.fit_intercept = fit_intercept
         self.epsilon = epsilon
         self.huber_width = huber_width
 
     def _machine_options(self) -> dict:
-        return {"epsilon": float(self.epsilon), "huber_width": float(self.huber_width)}
+        return {"fit_intercept": bool(self.fit_intercept), "epsilon": float(self.epsilon),
+                "huber_width": float(self.huber_width)}

@@ -8,15 +8,17 @@ name       loss                         task            scikit-learn counterpart
 =========  ===========================  ==============  =====================================
 ``krr``    square                       regression      ``KernelRidge(alpha = n lam)``
 ``lssvm``  square on +-1 labels (+ b)   classification  (none; ridge classifier with kernel)
-``l2svm``  squared hinge                classification  squared-hinge SVM, ``C = 1/(2 n lam)``
-``svm``    Huber-smoothed hinge         classification  ``SVC(C = 1/(2 n lam))`` as width -> 0
-``svr``    Huber-smoothed eps-insens.   regression      ``SVR(C = 1/(2 n lam))`` as width -> 0
+``l2svm``  squared hinge (+ b)          classification  squared-hinge SVM, ``C = 1/(2 n lam)``
+``svm``    Huber-smoothed hinge (+ b)   classification  ``SVC(C = 1/(2 n lam))`` as width -> 0
+``svr``    Huber eps-insensitive (+ b)  regression      ``SVR(C = 1/(2 n lam))`` as width -> 0
 =========  ===========================  ==============  =====================================
 
 The mapping to scikit-learn's ``C``: ``SVC`` minimises ``1/2 ||f||^2 + C sum_j loss_j``;
 dividing by ``C n`` gives ``(1/n) sum_j loss_j + ||f||^2 / (2 C n)``, so ``lam = 1/(2 C n)``.
-``SVC`` and ``SVR`` fit an intercept; kernelcv's ``l2svm``, ``svm`` and ``svr`` are the papers'
-bias-free machines (add a constant to the kernel, e.g. ``poly`` with ``coef0``, to emulate one).
+
+The intercept ``b`` is unregularised. ``lssvm``, ``l2svm``, ``svm`` and ``svr`` fit it by
+default, as ``SVC`` and ``SVR`` do; ``fit_intercept=False`` gives the papers' bias-free
+machines (``f = K alpha``). ``krr`` is always bias-free (``KernelRidge`` has no intercept).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from .solver import FitResult, fit_kernel_machine
 
 MACHINES = ("krr", "lssvm", "l2svm", "svm", "svr")
 CLASSIFIERS = ("lssvm", "l2svm", "svm")
+# The machines with an optional intercept (fitted by default); krr is always bias-free.
+INTERCEPT_MACHINES = ("lssvm", "l2svm", "svm", "svr")
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,13 @@ class Machine:
         return "0-1" if self.is_classifier else "mse"
 
     def params(self) -> dict:
+        """The machine's name and options, as reports record them.
+
+        ``fit_intercept`` for every machine that has the option (all but ``krr``),
+        ``huber_width`` for ``svm``/``svr``, ``epsilon`` for ``svr``.
+        """
         out = {"machine": self.name}
-        if self.name == "lssvm":
+        if self.name in INTERCEPT_MACHINES:
             out["fit_intercept"] = self.fit_intercept
         if self.name in ("svm", "svr"):
             out["huber_width"] = self.loss.width
@@ -68,23 +77,47 @@ def make_machine(name: str, huber_width: float = 0.01, epsilon: float = 0.1,
                  fit_intercept: bool | None = None) -> Machine:
     """Build a :class:`Machine` by name.
 
-    ``fit_intercept`` defaults to True for ``lssvm`` (the classic LS-SVM with a bias term)
-    and is only available for ``lssvm``.
+    Parameters
+    ----------
+    name : {"krr", "lssvm", "l2svm", "svm", "svr"}
+        The machine (see the module's table).
+    huber_width : float
+        Half-width ``w`` of the smoothed band of ``svm``/``svr`` (the smoothed loss exceeds
+        the hinge / eps-insensitive loss by at most ``w / 4``).
+    epsilon : float
+        Half-width of the insensitive tube of ``svr``.
+    fit_intercept : bool or None
+        Fit the unregularised intercept ``b`` in ``f = K alpha + b`` (the optimum then
+        also has ``sum_j alpha_j = 0``). None (default): True for ``lssvm``, ``l2svm``,
+        ``svm`` and ``svr`` (as scikit-learn's ``SVC``/``SVR``), False for ``krr``.
+        False gives the papers' bias-free machines. True for ``krr`` is refused.
+
+    Returns
+    -------
+    Machine
+
+    Raises
+    ------
+    KernelCVError
+        For an unknown name or ``fit_intercept=True`` with ``krr``.
     """
     if name not in MACHINES:
         raise KernelCVError(f"unknown machine {name!r}; choose one of {', '.join(MACHINES)}")
-    if fit_intercept and name != "lssvm":
-        raise KernelCVError(f"machine {name!r} is bias-free; fit_intercept is only for lssvm")
     if name == "krr":
+        if fit_intercept:
+            raise KernelCVError("machine 'krr' is bias-free (kernel ridge regression has no "
+                                "intercept); use lssvm, l2svm, svm or svr for fit_intercept")
         return Machine(name, SquareLoss())
+    intercept = True if fit_intercept is None else bool(fit_intercept)
     if name == "lssvm":
-        return Machine(name, SquareLoss(), True if fit_intercept is None else bool(fit_intercept))
+        return Machine(name, SquareLoss(), intercept)
     if name == "l2svm":
-        return Machine(name, SquaredHingeLoss())
+        return Machine(name, SquaredHingeLoss(), intercept)
     if name == "svm":
-        return Machine(name, HuberHingeLoss(width=float(huber_width)))
-    return Machine(name, HuberInsensitiveLoss(epsilon=float(epsilon), width=float(huber_width)))
+        return Machine(name, HuberHingeLoss(width=float(huber_width)), intercept)
+    return Machine(name, HuberInsensitiveLoss(epsilon=float(epsilon), width=float(huber_width)),
+                   intercept)
 
 
-__all__ = ["MACHINES", "CLASSIFIERS", "Machine", "make_machine", "FitResult",
+__all__ = ["MACHINES", "CLASSIFIERS", "INTERCEPT_MACHINES", "Machine", "make_machine", "FitResult",
            "fit_kernel_machine"]

@@ -20,7 +20,7 @@ from ..datasets import load_data, load_train_test, read_fold_ids
 from ..estimators import ESTIMATORS
 from ..exceptions import KernelCVError
 from ..kernels import GramFactory
-from ..machines import make_machine
+from ..machines import INTERCEPT_MACHINES, make_machine
 from ..plotting import cv_curve_figure, figure_class, heatmap_figure
 from ..selection.backends import run_tasks
 from ..selection.final import check_final_kernel, fit_final
@@ -73,7 +73,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     -------
     dict
         JSON-able report: ``best_params``, ``best_cv_error`` (exact where confirmed or
-        refined),
+        refined), ``fit_intercept`` (the machine's intercept setting; False for krr),
         ``test_error``, ``candidates`` (one row per candidate), ``confirmed``,
         ``rechecked``, ``refined``, ``timings``, ``files`` and the search settings.
     """
@@ -123,7 +123,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         feature_loss=feature_loss, feature_seed=feature_seed,
         refine=refine_for_final(refine, final), refine_evals=refine_evals)
     report = result.to_dict()
-    report.update({"data": str(data), "test": None if test is None else str(test),
+    report.update({"fit_intercept": result.machine_spec.fit_intercept, "data": str(data),
+                   "test": None if test is None else str(test),
                    "fold_ids": fold_path, "seed": seed, "epsilon": epsilon,
                    "granularity": granularity if auto else None})
 
@@ -226,8 +227,8 @@ def _test_error(result, X, y, X_test, y_test, machine, huber_width, svr_epsilon,
         options["huber_width"] = huber_width
     if machine == "svr":
         options["epsilon"] = svr_epsilon
-    if machine == "lssvm" and fit_intercept is not None:
-        options["fit_intercept"] = fit_intercept
+    if machine in INTERCEPT_MACHINES:
+        options["fit_intercept"] = spec.fit_intercept
     params = {k: v for k, v in result.best_params.items() if k != "kernel"}
     estimator = ESTIMATORS[machine](kernel=result.best["kernel"], memory_budget=memory_budget,
                                     **params, **options)
@@ -238,12 +239,16 @@ def _test_error(result, X, y, X_test, y_test, machine, huber_width, svr_epsilon,
 
 
 def _final_estimator(result, memory_budget):
-    """The kernelcv estimator a kernel final fit clones (svm uses SVC: None)."""
+    """The kernelcv estimator a kernel final fit clones (svm uses SVC: None).
+
+    It carries the search machine's intercept setting, so the final kernel machine is the
+    machine that was searched.
+    """
     machine = result.machine
     if machine == "svm":
         return None
-    options = ({"fit_intercept": result.machine_spec.fit_intercept} if machine == "lssvm"
-               else {})
+    options = ({"fit_intercept": result.machine_spec.fit_intercept}
+               if machine in INTERCEPT_MACHINES else {})
     return ESTIMATORS[machine](memory_budget=memory_budget, **options)
 
 

@@ -150,8 +150,20 @@ class FeatureSpace(CVMethod):
     feature_intercept: bool = False
 
     def bind(self, machine: Machine, kernel: str, random_state=None):
+        """Check the options against the machine; resolve the loss, seed and intercept.
+
+        The feature-space model has a free intercept exactly when the machine has one
+        (krr never; lssvm, l2svm, svm and svr by default), so the linear model, the
+        refinement's refits and the final kernel machine agree. The svm's refinement and
+        final fit are LIBSVM's ``SVC``, which always has an intercept: svm without one is
+        refused.
+        """
         check_feature_options(machine.name, kernel, None, self.features, self.feature_map,
                               self.feature_loss)
+        if machine.name == "svm" and not machine.fit_intercept:
+            raise KernelCVError("method 'rff' refines and fits svm as LIBSVM's SVC, which "
+                                "always has an intercept: drop fit_intercept=False "
+                                "(--no-intercept) or use machine 'l2svm'")
         check_refine(self.refine, self.refine_evals)
         seed = self.feature_seed
         if seed is None:
@@ -162,8 +174,7 @@ class FeatureSpace(CVMethod):
             feature_loss=self.feature_loss or FEATURE_LOSSES[machine.name],
             feature_seed=int(seed), refine_evals=int(self.refine_evals),
             machine_name=machine.name, classifier=machine.is_classifier,
-            # a free intercept for svm (as the final SVC) and lssvm unless switched off
-            feature_intercept=bool(machine.name == "svm" or machine.fit_intercept))
+            feature_intercept=bool(machine.fit_intercept))
 
     def default_gammas(self):
         return paper_gammas()
