@@ -306,7 +306,9 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     gammas, degrees, lams : grids (defaults in :mod:`kernelcv.selection.grids`; lam's
         default ``2^i / n``, i = -3..11).
     gamma, degree, coef0 : fixed kernel parameters not searched (poly's gamma and coef0).
-    huber_width, svr_epsilon, fit_intercept : machine options (see :func:`make_machine`).
+    huber_width, svr_epsilon, fit_intercept : machine options (see :func:`make_machine`);
+        ``fit_intercept`` None fits an intercept for lssvm, l2svm, svm and svr (krr is
+        bias-free), False gives the papers' bias-free machines.
     method : {"exact", "closed-form", "bif", "gacv", "rff"}; default closed-form for
         krr/lssvm, bif otherwise. ``gacv`` (svm only) ranks by Wahba's GACV, not by CV.
         ``rff`` (rbf kernel; svm, l2svm, krr, lssvm): exact t-fold CV of a linear machine
@@ -341,8 +343,8 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         Fourier features) or ``"nystroem"``, and the loss of the linear machine in feature
         space (``"squared_hinge"`` for svm/l2svm, ``"square"`` for krr/lssvm by default;
         ``"hinge"`` runs LIBLINEAR's L1-loss SVM as in the paper, slowly at large C).
-        The feature-space model has a free intercept for svm (as the final SVC) and
-        lssvm (unless ``fit_intercept=False``), none for the bias-free krr and l2svm.
+        The feature-space model has a free intercept exactly when the machine has one
+        (none for krr; svm needs one: its refits and final fit are SVC's).
     feature_seed : ``rff`` only: seed of the feature draw (default: ``random_state`` when
         that is an integer, else 0), so the search is reproducible even with given fold
         ids; it is reported and part of the checkpoint fingerprint.
