@@ -33,6 +33,7 @@ from kernelcv.estimators import (
     KernelSearchCV,
     L2SVMClassifier,
 )
+from kernelcv.experiments import runners
 from kernelcv.machines import INTERCEPT_MACHINES, MACHINES, make_machine
 from kernelcv.machines.solver import fit_kernel_machine
 from kernelcv.validation import make_folds
@@ -468,3 +469,15 @@ def test_bad_combination_is_a_one_line_error(capsys, train_file):
     assert len(lines) == 1 and lines[0].startswith("kernelcv: error: ")
     assert "--no-intercept" in lines[0]
 
+
+
+def test_bench_keeps_the_papers_bias_free_machines():
+    """``kernelcv bench`` runs the papers' machines: no intercept for lssvm (like-for-like
+    with KernelRidge), l2svm, svm and svr, so its numbers do not move with the default."""
+    for name in ("lssvm", "l2svm", "svm", "svr"):
+        assert runners.machine_intercept(name) is False
+        assert runners._machine_options(name)["fit_intercept"] is False
+        spec = make_machine(name, fit_intercept=runners.machine_intercept(name))
+        assert spec.fit_intercept is False
+    assert runners.machine_intercept("krr") is None
+    assert "fit_intercept" not in runners._machine_options("krr")

@@ -48,6 +48,7 @@ from .runners import (
     REFERENCE,
     criteria_for,
     fast_criterion,
+    machine_intercept,
     run_criterion,
     sklearn_criterion,
 )
@@ -249,8 +250,7 @@ def _convergence(report_tables, first_split, spec, say) -> list[dict]:
             for tag, gamma, lam in sorted(points, key=lambda p: p[0] != "exact-CV choice"):
                 curve = order_curve(
                     X, y, table["machine"], gamma=gamma, lam=lam, fold_ids=folds,
-                    orders=spec.orders, fit_intercept=LSSVM_INTERCEPT
-                    if table["machine"] == "lssvm" else None)
+                    orders=spec.orders, fit_intercept=machine_intercept(table["machine"]))
                 curves.append({**curve, "label": f"{name}, {tag}", "set": entry["set"],
                                "task": task})
     return curves

@@ -23,7 +23,8 @@ def order_curve(X, y, machine: str, *, gamma: float, lam: float, fold_ids, order
                 kernel: str = "rbf", huber_width: float = 0.01, fit_intercept=None) -> dict:
     """|BIF order r - exact| CV error and mean |prediction| gap for each r in ``orders``.
 
-    ``fit_intercept`` is passed on (lssvm only; None: the machine's default).
+    ``fit_intercept`` is passed on (None: the machine's default, an intercept for lssvm,
+    l2svm, svm and svr; ``kernelcv bench`` passes False for the papers' machines).
 
     Returns
     -------
