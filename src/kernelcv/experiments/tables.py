@@ -56,7 +56,8 @@ def to_markdown(report: dict) -> str:
         "scikit-learn searches the same grid with alpha = m lam (KernelRidge) or "
         "C = 1 / (2 m lam) (SVC, SVR), m the mean training-fold size, and refits its "
         "choice with m = n; the LS-SVM tables run kernelcv's LS-SVM without a bias "
-        "term, the same model as KernelRidge (0-1 error of sign f).")
+        "term, the same model as KernelRidge (0-1 error of sign f), and the L2-SVM, "
+        "Huber-SVM and SVR tables the papers' bias-free machines.")
     out.append("")
     for table in report["tables"]:
         if not table["sets"]:
