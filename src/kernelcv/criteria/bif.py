@@ -161,6 +161,13 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
 
 
 def _newton_step(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept, b=0.0):
+    """Held-out predictions of order ``"inf"`` (see :func:`newton_step_weights`)."""
+    weights, betas = newton_step_weights(K, g, h, lam, n, fold_ids, eps, sizes,
+                                         fit_intercept)
+    return _fold_out_predictions(K, weights, betas, fold_ids, b, lam)
+
+
+def newton_step_weights(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept):
     """Order ``"inf"``: one Newton step on each fold-out problem, from the full fit.
 
     Fold i solves ``B_i y = z_{A_i} + beta 1`` with ``B_i = K_{A_i A_i} + n_i D``,
@@ -183,7 +190,11 @@ def _newton_step(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept, b=0.0):
     ``O(t |A|^2)`` per right-hand side and ``O(n^2)`` for the predictions, against t
     Cholesky factorisations of about ``|A|`` rows for a direct per-fold solve.
 
-    Returns the (n,) held-out predictions.
+    Returns
+    -------
+    weights : (n, t) column i is ``g_R / n_i + y`` on fold i's retained points, 0 on the
+        fold: the step's coefficients are ``alpha'_R = -weights[R, i] / (2 lam)``.
+    betas : (t,) the step's intercept is ``b + beta_i / (2 lam)``.
     """
     t = sizes.shape[0]
     Z = -_kernel_times_dg(K, g, fold_ids, sizes) * eps[None, :]
@@ -195,7 +206,7 @@ def _newton_step(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept, b=0.0):
                                (n - sizes).astype(np.float64))
     if solver is None or solver.G is None:
         # Small or jittered systems: one factorisation per fold.
-        return _newton_step_per_fold(K, g, h, lam, n, fold_ids, sizes, fit_intercept, b, Z)
+        return _newton_step_per_fold(K, g, h, lam, n, fold_ids, sizes, fit_intercept, Z)
     folds = np.arange(t)
     if fit_intercept:
         X = solver.solve(np.hstack([Z[active], np.ones((active.size, t))]),
@@ -213,7 +224,7 @@ def _newton_step(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept, b=0.0):
             betas[i] = (c - y_a.sum()) / ones[kept, i].sum()
             y_a = y_a + betas[i] * ones[kept, i]
         weights[active[kept], i] += y_a
-    return _fold_out_predictions(K, weights, betas, fold_ids, b, lam)
+    return weights, betas
 
 
 def _retained_gradient_weights(g, fold_ids, sizes):
@@ -338,7 +349,7 @@ class FoldOutSolver:
         return X
 
 
-def _newton_step_per_fold(K, g, h, lam, n, fold_ids, sizes, fit_intercept, b, Z):
+def _newton_step_per_fold(K, g, h, lam, n, fold_ids, sizes, fit_intercept, Z):
     """:func:`_newton_step` with one Cholesky factorisation per fold."""
     t = sizes.shape[0]
     weights = _retained_gradient_weights(g, fold_ids, sizes)
@@ -358,4 +369,4 @@ def _newton_step_per_fold(K, g, h, lam, n, fold_ids, sizes, fit_intercept, b, Z)
                 betas[i] = (c - y_a.sum()) / ones.sum()
                 y_a = y_a + betas[i] * ones
             weights[active, i] += y_a
-    return _fold_out_predictions(K, weights, betas, fold_ids, b, lam)
+    return weights, betas

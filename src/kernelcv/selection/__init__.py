@@ -1,7 +1,7 @@
 """Model selection: the search core, the CV-method objects and the option groups.
 
 ``run_search(X, y, machine, method, space, *, folds, random_state, average, safeguards,
-execution)`` evaluates a :class:`SearchSpace` with one CV method object
+execution, screening)`` evaluates a :class:`SearchSpace` with one CV method object
 (:class:`ExactRefit`, :class:`ClosedForm`, :class:`BIF`, :class:`GACV` or
 :class:`FeatureSpace`) and applies what the method asks for after the grid;
 ``grid_search`` is its flat keyword interface. See docs/architecture.md.
@@ -10,8 +10,10 @@ execution)`` evaluates a :class:`SearchSpace` with one CV method object
 from .feature_space import FeatureSpace
 from .methods import BIF, GACV, ClosedForm, CVMethod, ExactRefit, GranularityRule
 from .options import Execution, Safeguards, SearchSpace
+from .screening import Screening
 from .search import SearchResult, grid_search, make_method, run_search
 
 __all__ = ["BIF", "GACV", "ClosedForm", "CVMethod", "ExactRefit", "Execution",
-           "FeatureSpace", "GranularityRule", "Safeguards", "SearchResult", "SearchSpace",
+           "FeatureSpace", "GranularityRule", "Safeguards", "Screening", "SearchResult",
+           "SearchSpace",
            "grid_search", "make_method", "run_search"]

@@ -31,6 +31,7 @@ from .methods import BIF, GACV, ClosedForm, CVMethod, ExactRefit, GranularityRul
 from .options import AVERAGES, Execution, Safeguards, SearchSpace, kernel_settings
 from .refine import REFINE_MAX_EVALS, refine_search
 from .safeguards import APPROXIMATE, candidate_error, choose, rank, run_safeguards
+from .screening import Screening, coarse_to_fine
 from .tasks import evaluate_task
 
 METHOD_CLASSES = {cls.name: cls for cls in (ExactRefit, ClosedForm, BIF, GACV, FeatureSpace)}
@@ -165,7 +166,8 @@ def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
 
 def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, folds=10,
                random_state=0, average="pooled", safeguards: Safeguards | None = None,
-               execution: Execution | None = None) -> SearchResult:
+               execution: Execution | None = None,
+               screening: Screening | None = None) -> SearchResult:
     """Evaluate every candidate of ``space`` with ``method``, then apply its after-grid step.
 
     Parameters
@@ -185,6 +187,9 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         ``Safeguards()``).
     execution : :class:`Execution` (workers, checkpoint, progress, memory budget; default
         ``Execution()``: one process, no checkpoint).
+    screening : :class:`~kernelcv.selection.screening.Screening`: every candidate
+        (default) or a coarse-to-fine walk that evaluates only the neighbourhoods of the
+        best points (not with a checkpoint, nor with the random-feature method).
 
     Returns
     -------
@@ -193,6 +198,11 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     total_tic = time.perf_counter()
     safeguards = Safeguards() if safeguards is None else safeguards
     execution = Execution() if execution is None else execution
+    screening = Screening() if screening is None else screening
+    if screening.enabled and (execution.checkpoint is not None or method.refines):
+        raise KernelCVError("screening evaluates part of the grid: it combines neither "
+                            "with a checkpoint nor with the random-feature method; use "
+                            "screen='off' there")
     if average not in AVERAGES:
         raise KernelCVError(f"average must be 'pooled' or 'folds', got {average!r}")
     method = method.bind(machine, space.kernel, random_state)
@@ -223,25 +233,17 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
               "machine": machine, "random_state": random_state, "memory_budget": budget}
 
     search_tic = time.perf_counter()
-    per_setting: dict[int, list[dict]] = dict(store.settings) if store else {}
-    todo = [i for i in range(len(settings)) if i not in per_setting]
-    tasks = [{"setting": settings[i], "lams": setting_lams[i]} for i in todo]
-    execution.report("search", len(per_setting), len(settings))
-    with closing(run_tasks(evaluate_task, tasks, shared=shared, n_jobs=execution.n_jobs,
-                           backend=execution.backend,
-                           scheduler=execution.scheduler)) as finished:
-        for position, records in finished:
-            index = todo[position]
-            per_setting[index] = records
-            if store is not None:
-                store.add_setting(index, records)
-            execution.report("search", len(per_setting), len(settings))
+    if screening.enabled:
+        per_setting, rounds = _screened_grid(settings, setting_lams, shared, execution,
+                                             screening)
+    else:
+        per_setting = _full_grid(settings, setting_lams, shared, execution, store)
     search_seconds = time.perf_counter() - search_tic
 
     order = method.reported_order()
     candidates = []
     for index, setting in enumerate(settings):
-        for record in per_setting[index]:
+        for record in per_setting.get(index, []):
             candidates.append({"setting": index, **setting, "method": method.name,
                                "order": order, **record, "exact_error": None})
     for candidate in candidates:
@@ -268,6 +270,11 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
             memory_budget=budget)
         notes.extend(refine_notes)
     notes.extend(method.notes(candidates, best_index, n))
+    if screening.enabled:
+        grid_size = sum(len(lams) for lams in setting_lams)
+        notes.append(f"screened ({screening.strategy}): {len(candidates)} of {grid_size} "
+                     f"candidates evaluated, {rounds} refinement rounds after the coarse "
+                     "grid")
     if mapping is not None and set(mapping.values()) != {-1, 1}:
         notes.append(f"labels {mapping[-1]!r}/{mapping[1]!r} mapped to -1/+1")
     return SearchResult(
@@ -284,6 +291,47 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
 
 
 
+def _full_grid(settings, setting_lams, shared, execution, store):
+    """Every kernel setting with all its lam values; finished settings come from ``store``."""
+    per_setting: dict[int, list[dict]] = dict(store.settings) if store else {}
+    todo = [i for i in range(len(settings)) if i not in per_setting]
+    tasks = [{"setting": settings[i], "lams": setting_lams[i]} for i in todo]
+    execution.report("search", len(per_setting), len(settings))
+    with closing(run_tasks(evaluate_task, tasks, shared=shared, n_jobs=execution.n_jobs,
+                           backend=execution.backend,
+                           scheduler=execution.scheduler)) as finished:
+        for position, records in finished:
+            index = todo[position]
+            per_setting[index] = records
+            if store is not None:
+                store.add_setting(index, records)
+            execution.report("search", len(per_setting), len(settings))
+    return per_setting
+
+
+def _screened_grid(settings, setting_lams, shared, execution, screening):
+    """The coarse-to-fine walk of :mod:`kernelcv.selection.screening`, one task per setting
+    and round."""
+    grid_size = sum(len(lams) for lams in setting_lams)
+    done = 0
+
+    def evaluate(request):
+        nonlocal done
+        order = list(request)
+        tasks = [{"setting": settings[i], "lams": request[i]} for i in order]
+        results = {}
+        with closing(run_tasks(evaluate_task, tasks, shared=shared, n_jobs=execution.n_jobs,
+                               backend=execution.backend,
+                               scheduler=execution.scheduler)) as finished:
+            for position, records in finished:
+                results[order[position]] = records
+                done += len(records)
+                execution.report("screen", done, grid_size)
+        return results
+
+    return coarse_to_fine(setting_lams, evaluate, keep=screening.keep)
+
+
 def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None, lams=None,
                 gamma=None, degree=3, coef0=1.0, huber_width=0.01, svr_epsilon=0.1,
                 fit_intercept=None, method=None, folds=10, order="inf", epsilon=None,
@@ -292,7 +340,7 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
                 checkpoint=None, progress=None, memory_budget=None,
                 settings=None, setting_lams=None, Cs=None, features=30, feature_map="rff",
                 feature_loss=None, feature_seed=None, refine="auto",
-                refine_evals=REFINE_MAX_EVALS) -> SearchResult:
+                refine_evals=REFINE_MAX_EVALS, screen="off") -> SearchResult:
     """Choose the kernel parameter and lam of a kernel machine by (approximate) CV.
 
     The flat keyword interface: it builds the machine, the method object, the search
@@ -357,6 +405,10 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         refused when the dense refits exceed the memory budget); False never. The visited
         candidates get status ``refined`` and an ``exact_error``, or ``pruned`` (stopped
         early, ``exact_error_at_least``); the choice is the best of them by exact error.
+    screen : {"off", "coarse"}: evaluate every candidate, or walk coarse to fine (every
+        other setting and lam first, then the neighbourhoods of the 3 best points until
+        they are local minima; :mod:`kernelcv.selection.screening`). Not with
+        ``checkpoint`` or ``method="rff"``.
 
     Returns
     -------
@@ -380,6 +432,7 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     if average not in AVERAGES:
         raise KernelCVError(f"average must be 'pooled' or 'folds', got {average!r}")
     guards = Safeguards(confirm=confirm, recheck_degenerate=recheck_degenerate)
+    screening = Screening(strategy=screen)
     execution = Execution(n_jobs=n_jobs, backend=backend, scheduler=scheduler,
                           checkpoint=checkpoint, progress=progress,
                           memory_budget=memory_budget)
@@ -390,4 +443,4 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         space = SearchSpace.explicit(kernel, settings, setting_lams)
     return run_search(X, y, machine_spec, cv_method, space,
                       folds=folds, random_state=random_state, average=average, safeguards=guards,
-                      execution=execution)
+                      execution=execution, screening=screening)

@@ -1,0 +1,110 @@
+"""The coarse-to-fine screen: a subset of the full grid, with the full grid's values."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+
+from kernelcv import grid_search
+from kernelcv.exceptions import KernelCVError
+from kernelcv.selection.screening import Screening, coarse_to_fine
+
+
+def surface_evaluator(surface, calls):
+    """``evaluate`` over a 2-D array of scores (rows: settings, columns: lam index)."""
+
+    def evaluate(request):
+        calls.append(request)
+        return {i: [{"lam": lam, "score": float(surface[i, int(lam)])} for lam in lams]
+                for i, lams in request.items()}
+
+    return evaluate
+
+
+def walk(surface, keep=3):
+    lams = [[float(j) for j in range(surface.shape[1])]] * surface.shape[0]
+    calls = []
+    per_setting, rounds = coarse_to_fine(lams, surface_evaluator(surface, calls), keep)
+    points = [(i, int(r["lam"])) for i, records in per_setting.items() for r in records]
+    return points, rounds, calls
+
+
+def test_walk_reaches_the_minimum_of_a_bowl_off_the_coarse_grid():
+    i, j = np.meshgrid(np.arange(21), np.arange(15), indexing="ij")
+    surface = (i - 13) ** 2 + 0.5 * (j - 7) ** 2  # minimum at (13, 7): odd setting index
+    points, rounds, _ = walk(surface)
+    best = min(points, key=lambda p: surface[p])
+    assert best == (13, 7)
+    assert len(points) < 0.5 * surface.size and rounds >= 1
+    assert len(points) == len(set(points))  # nothing evaluated twice
+
+
+def test_coarse_stage_keeps_the_last_setting_and_lam():
+    surface = np.zeros((4, 6))
+    _, _, calls = walk(surface, keep=1)
+    first = calls[0]
+    assert sorted(first) == [0, 2, 3]
+    assert all(lams == [0.0, 2.0, 4.0, 5.0] for lams in first.values())
+
+
+def test_records_come_back_in_lam_order_per_setting():
+    rng = np.random.default_rng(0)
+    surface = rng.random((9, 8))
+    points, _, _ = walk(surface)
+    by_setting = {}
+    for i, j in points:
+        by_setting.setdefault(i, []).append(j)
+    assert all(js == sorted(js) for js in by_setting.values())
+
+
+def test_every_kept_point_is_a_local_minimum_of_the_evaluated_grid():
+    rng = np.random.default_rng(1)
+    surface = rng.random((21, 15))
+    points, _, _ = walk(surface, keep=3)
+    evaluated = set(points)
+    best = sorted(points, key=lambda p: (surface[p], p))[:3]
+    for i, j in best:
+        for a in (i - 1, i, i + 1):
+            for b in (j - 1, j, j + 1):
+                if 0 <= a < 21 and 0 <= b < 15:
+                    assert (a, b) in evaluated
+
+
+@pytest.fixture(scope="module")
+def binary():
+    X, y = make_classification(150, 5, n_informative=3, random_state=2)
+    return X, 2.0 * y - 1
+
+
+@pytest.mark.parametrize("machine, method", [("svm", "bif"), ("krr", "closed-form"),
+                                             ("l2svm", "exact")])
+def test_screened_search_is_a_subset_of_the_full_grid_with_equal_values(binary, machine,
+                                                                        method):
+    X, y = binary
+    gammas = [2.0 ** k for k in range(-8, 3)]
+    lams = [2.0 ** k / 150 for k in range(-3, 9)]
+    kwargs = dict(gammas=gammas, lams=lams, method=method, folds=5, confirm=0)
+    full = grid_search(X, y, machine, **kwargs)
+    screened = grid_search(X, y, machine, screen="coarse", **kwargs)
+    full_scores = {(c["gamma"], c["lam"]): c["score"] for c in full.candidates}
+    assert len(screened.candidates) < len(full.candidates)
+    for c in screened.candidates:
+        assert c["score"] == pytest.approx(full_scores[(c["gamma"], c["lam"])], abs=1e-12)
+    assert any("screened (coarse)" in note for note in screened.notes)
+    # the screened choice is a local minimum of the full surface
+    best = screened.best
+    assert full_scores[(best["gamma"], best["lam"])] <= min(
+        score for (g, lam), score in full_scores.items()
+        if abs(np.log2(g / best["gamma"])) <= 1 and abs(np.log2(lam / best["lam"])) <= 1)
+
+
+def test_screen_refuses_checkpoints_rff_and_unknown_strategies(binary, tmp_path):
+    X, y = binary
+    with pytest.raises(KernelCVError, match="checkpoint"):
+        grid_search(X, y, "svm", gammas=[0.1, 1.0], lams=[0.01, 0.1], screen="coarse",
+                    checkpoint=tmp_path / "c.jsonl")
+    with pytest.raises(KernelCVError, match="random-feature"):
+        grid_search(X, y, "svm", method="rff", screen="coarse")
+    with pytest.raises(KernelCVError, match="screen must be one of"):
+        grid_search(X, y, "svm", screen="halving")
+    with pytest.raises(KernelCVError, match="keep"):
+        Screening("coarse", keep=0)
