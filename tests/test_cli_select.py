@@ -114,7 +114,7 @@ def test_select_agrees_with_library_and_brute_force(capsys, files, machine, meth
     code, out, err = _run(capsys, "select", files["train"], "--machine", machine,
                           "--gamma-grid", GAMMAS, "--lam-grid", LAMS)
     assert code == 0, err
-    report = _select(capsys, files["train"], "--machine", machine)
+    report = _select(capsys, files["train"], "--machine", machine, "--screen", "off")
     assert report["method"] == method
     assert len(report["candidates"]) == 16
     assert report["n_samples"] == N and report["folds"] == 10
@@ -482,7 +482,7 @@ def test_checkpoint_rerun_does_no_new_work(capsys, files, tmp_path, monkeypatch)
 
 
 def test_checkpoint_with_torn_last_line(capsys, files, tmp_path):
-    reference = _select(capsys, files["train"], "--machine", "l2svm")
+    reference = _select(capsys, files["train"], "--machine", "l2svm", "--screen", "off")
     checkpoint = tmp_path / "search.ckpt"
     _select(capsys, files["train"], "--machine", "l2svm", "--checkpoint", checkpoint)
     text = checkpoint.read_text()
@@ -515,7 +515,8 @@ def test_checkpoint_survives_kill_9(tmp_path):
     dump_svmlight_file(X, y, str(data))
     checkpoint = tmp_path / "big.ckpt"
     n_settings = 14
-    options = ["--machine", "l2svm", "--method", "exact", "--gamma-grid", "2^-9..2^4",
+    options = ["--machine", "l2svm", "--method", "exact", "--screen", "off",
+               "--gamma-grid", "2^-9..2^4",
                "--lam-grid", "2^-10..2^-5", "--no-progress", "--json"]
     command = [sys.executable, "-m", "kernelcv", "select", str(data), *options]
     # One BLAS thread: on a busy 2-core machine, spinning BLAS threads slow this 10-fold.
@@ -570,3 +571,25 @@ def test_curve_orders_are_bif_cv_values():
             ref = cross_validate(X, y, "l2svm", gamma=c["gamma"], lam=c["lam"],
                                  folds=result.fold_ids, method="bif", order=order)
             assert value == pytest.approx(ref.cv_error)
+
+
+def test_select_screens_coarse_to_fine_by_default(capsys, files, tmp_path):
+    grid = ["--gamma-grid", "2^-6..2^3", "--lam-grid", "2^-8..2^0", "--json"]
+    code, out, err = _run(capsys, "select", files["train"], "--machine", "svm", *grid)
+    assert code == 0, err
+    screened = json.loads(out)
+    code, out, err = _run(capsys, "select", files["train"], "--machine", "svm", *grid,
+                          "--screen", "off")
+    assert code == 0, err
+    full = json.loads(out)
+    assert screened["screen"] == "coarse" and full["screen"] == "off"
+    assert len(full["candidates"]) == 10 * 9 > len(screened["candidates"])
+    assert any("screened (coarse)" in note for note in screened["notes"])
+    values = {(c["gamma"], c["lam"]): c["score"] for c in full["candidates"]}
+    for c in screened["candidates"]:
+        assert c["score"] == pytest.approx(values[(c["gamma"], c["lam"])], abs=1e-12)
+    # a checkpointed run evaluates the whole grid; asking for both is a one-line error
+    code, out, err = _run(capsys, "select", files["train"], "--machine", "svm", *grid,
+                          "--screen", "coarse", "--checkpoint", tmp_path / "c.ckpt")
+    assert "checkpoint" in _assert_one_line_error(code, out, err)
+    assert not (tmp_path / "c.ckpt").exists()

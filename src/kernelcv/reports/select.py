@@ -47,7 +47,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                out=None, plot=False, checkpoint=None, n_jobs=1, scheduler=None,
                memory_budget=None, progress=None, Cs=None, features=30, feature_map="rff",
                feature_loss=None, final="auto", refine="auto",
-               refine_evals=30) -> dict:
+               refine_evals=30, screen="off") -> dict:
     """Select the kernel parameter and lam of a machine on a data file; optionally test.
 
     Parameters
@@ -121,9 +121,10 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         scheduler=scheduler, checkpoint=checkpoint, progress=progress,
         memory_budget=memory_budget, Cs=Cs, features=features, feature_map=feature_map,
         feature_loss=feature_loss, feature_seed=feature_seed,
-        refine=refine_for_final(refine, final), refine_evals=refine_evals)
+        refine=refine_for_final(refine, final), refine_evals=refine_evals, screen=screen)
     report = result.to_dict()
-    report.update({"fit_intercept": result.machine_spec.fit_intercept, "data": str(data),
+    report.update({"fit_intercept": result.machine_spec.fit_intercept, "screen": screen,
+                   "data": str(data),
                    "test": None if test is None else str(test),
                    "fold_ids": fold_path, "seed": seed, "epsilon": epsilon,
                    "granularity": granularity if auto else None})
