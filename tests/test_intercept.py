@@ -232,9 +232,6 @@ def test_l2svm_with_intercept_matches_lbfgs_on_the_primal(lam):
     assert fit.intercept == pytest.approx(ref.x[-1], abs=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "solver.py: with an intercept and no point on a quadratic loss piece (svm/svr at large "
-    "lam) the Newton iteration never moves b, and stops at b = 0 with sum(alpha) != 0"))
 @pytest.mark.parametrize("name", ["svm", "svr"])
 def test_intercept_at_large_lam_matches_libsvm(name):
     X, y = _regression() if name == "svr" else _classification(shift=0.8)

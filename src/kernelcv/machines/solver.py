@@ -137,6 +137,50 @@ def _line_search(loss, y, F, dF, alpha, d_alpha, K_alpha, K_d, lam, n):
     return max(t, 1e-12)
 
 
+def _best_intercept(loss, y, F0, b0):
+    """Minimiser over b of ``sum_j loss(y_j, F0_j + b)`` (convex, piecewise quadratic).
+
+    Its derivative ``sum_j g_j(F0_j + b)`` is non-decreasing in b: a bracket around its
+    sign change is found by doubling steps from ``b0``, then narrowed by bisection (and a
+    Newton step where the curvature is positive) to rounding level. O(n) per evaluation.
+    """
+    def slope(b):
+        g, h = loss.derivatives(y, F0 + b)
+        return float(np.sum(g)), float(np.sum(h))
+
+    s0, _ = slope(b0)
+    if s0 == 0.0:
+        return b0
+    direction = -1.0 if s0 > 0 else 1.0
+    step, lo, hi = 1.0, b0, b0
+    for _ in range(200):
+        candidate = b0 + direction * step
+        if (slope(candidate)[0] > 0) == (s0 > 0):
+            step *= 2.0
+            continue
+        lo, hi = sorted((b0 + direction * step / 2.0 if step > 1.0 else b0, candidate))
+        break
+    else:
+        return b0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        value, curvature = slope(mid)
+        if curvature > 0:
+            newton = mid - value / curvature
+            if lo < newton < hi:
+                value_newton = slope(newton)[0]
+                if value_newton == 0.0:
+                    return newton
+                mid, value = newton, value_newton
+        if value > 0:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-15 * max(1.0, abs(lo), abs(hi)):
+            break
+    return 0.5 * (lo + hi)
+
+
 def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, intercept0=0.0,
                        tol=1e-10, max_iter=100) -> FitResult:
     """Minimise ``(1/n) sum loss(y, K alpha + b) + lam alpha' K alpha`` by primal Newton.
@@ -193,6 +237,14 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
             target[active] = sol
         else:
             factor = None
+            if fit_intercept:
+                # No point on a quadratic piece: the bordered system is empty and would
+                # never move b. First step along b alone, to its exact minimiser with alpha
+                # fixed (which brings a point onto a quadratic piece, or shows b optimal).
+                b_best = _best_intercept(loss, y, K_alpha, b)
+                if abs(b_best - b) > 1e-12 * max(1.0, abs(b)):
+                    target = alpha.copy()
+                    b_new = b_best
         d_alpha = target - alpha
         K_d = K @ d_alpha
         dF = K_d + (b_new - b)
@@ -218,16 +270,18 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
         # set and curvatures can repeat while a point moves to another quadratic piece
         # (the two bands of the eps-insensitive loss), so stationarity
         # 2 lam n alpha + g = 0 is checked as well.
+        balanced = (not fit_intercept
+                    or abs(float(np.sum(g))) <= 1e-6 * g_scale * np.sqrt(max(n, 1)))
         same_pieces = (np.array_equal(np.flatnonzero(h > 0), active)
                        and np.array_equal(h[active], h_old_active)
                        and np.array_equal(g[fixed], g_old_fixed)
-                       and residual <= 1e-6 * g_scale)
+                       and residual <= 1e-6 * g_scale and balanced)
         change = step * full_change
         if step == 1.0 and (same_pieces or change <= tol * scale_F):
             converged = True
             break
         # Short steps can also creep onto the optimum: stop once 2 lam n alpha + g = 0.
-        if residual <= 1e-12 * g_scale and change <= tol * scale_F:
+        if residual <= 1e-12 * g_scale and change <= tol * scale_F and balanced:
             converged = True
             break
     if not converged:
