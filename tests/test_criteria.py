@@ -133,21 +133,27 @@ def test_bif_auto_reports_order_and_matches_inf(classification):
 
 
 @pytest.mark.parametrize("machine", ["svm", "svr"])
-def test_bif_huber_machines_close_to_exact(classification, regression, machine):
+@pytest.mark.parametrize("intercept", [False, True])
+def test_bif_huber_machines_close_to_exact(classification, regression, machine, intercept):
     X, y = classification if machine == "svm" else regression
     ids = np.arange(len(y)) % 10
-    exact = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-2, folds=ids, method="exact")
-    baseline = np.mean(np.abs(exact.predictions - make_full_decision(X, y, machine)))
+    exact = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-2, folds=ids, method="exact",
+                              fit_intercept=intercept)
+    baseline = np.mean(np.abs(exact.predictions
+                              - make_full_decision(X, y, machine, intercept)))
+    # The correction must beat "no correction" (the training fit) by a wide margin. The
+    # svr's narrow Huber bands are crossed by more points when b moves too (measured:
+    # gap/baseline 0.36 bias-free, 0.52 with intercept), so its bound is looser there.
+    factor = 0.6 if (machine, intercept) == ("svr", True) else 0.5
     for order in (5, "inf"):
         bif = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-2, folds=ids, method="bif",
-                                order=order)
+                                order=order, fit_intercept=intercept)
         gap = np.mean(np.abs(bif.predictions - exact.predictions))
-        # the correction must beat "no correction" (the training fit) by a wide margin
-        assert gap < 0.5 * baseline, (order, gap, baseline)
+        assert gap < factor * baseline, (order, gap, baseline)
 
 
-def make_full_decision(X, y, machine):
-    spec = make_machine(machine)
+def make_full_decision(X, y, machine, intercept=None):
+    spec = make_machine(machine, fit_intercept=intercept)
     y_used = y if machine == "svr" else np.where(y > 0, 1.0, -1.0)
     K = make_kernel("rbf", 0.3)(X)
     return spec.fit(K, y_used, 1e-2).decision
