@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo bench bench-select bench-tune bench-hypothetical bench-papers bench-rff lint imports clean
+.PHONY: test test-slow demo bench bench-select bench-threads bench-tune bench-hypothetical bench-papers bench-rff lint imports clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,8 +26,14 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_cv.py
 
+# kernelcv select (CLI) vs GridSearchCV / HalvingGridSearchCV (SVC); hours.
 bench-select: $(STAMP)
-	$(PY) benchmarks/bench_select.py
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) benchmarks/bench_select.py
+
+# Default BLAS threads vs one thread, idle and next to a CPU-bound process (no thread
+# variables here: the benchmark sets them per worker).
+bench-threads: $(STAMP)
+	$(PY) benchmarks/bench_threads.py
 
 bench-tune: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_tune.py

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from ._threads import separate_blas_pools
+from ._threads import blas_threads_for, n_rows
 from .criteria.closed_form import ClosedFormCV
 from .criteria.evaluate import evaluate_lam
 from .criteria.result import CVResult
@@ -129,7 +129,7 @@ def cross_validate_path(X, y, lams, machine="krr", kernel="rbf", gamma=None, *, 
     all lam values, the other methods warm-start each full fit from the previous lam
     (taken in decreasing order). Results come back in the order of ``lams``.
     """
-    with separate_blas_pools():
+    with blas_threads_for(n_rows(y)):
         return _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width,
                          epsilon, fit_intercept, folds, method, order, random_state, tol,
                          memory_budget)
