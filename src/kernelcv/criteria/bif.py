@@ -277,7 +277,8 @@ class FoldOutSolver:
     at most ``|delta| / m`` because ``K_RR + m D_R >= m D_R``: about five iterations reach
     rounding level at ``m = 900``. Cost: ``|A|^3 / 3`` (Cholesky) + ``2 |A|^3 / 3``
     (inverse) once, then per right-hand side and fold ``O(|A|^2)`` (one matrix product
-    with G for all folds at once) plus ``|S|^3 / 3`` for the Cholesky of ``G_SS``.
+    with G for all folds at once) plus ``O(|A| |S|)`` for the Schur correction, whose
+    matrix ``G_{:,S} G_SS^-1`` is formed once per fold (``O(|A| |S|^2)``).
 
     ``G`` is None when the reference system needed jitter to factor; the caller then
     solves each fold directly.
@@ -304,9 +305,11 @@ class FoldOutSolver:
         G += np.tril(G, -1).T
         self.G = G
         self._held = [np.flatnonzero(fold_of_active == i) for i in range(t)]
-        self._columns = [G[:, held] for held in self._held]
-        self._held_factor = [sla.cho_factor(G[np.ix_(s, s)], lower=True, check_finite=False)
-                             if s.size else None for s in self._held]
+        # Per fold the (|A|, |S|) matrix G_{:,S} G_SS^-1 of its Schur correction.
+        self._corrections = [
+            sla.cho_solve(sla.cho_factor(G[np.ix_(s, s)], lower=True, check_finite=False),
+                          G[s], check_finite=False).T if s.size else None
+            for s in self._held]
 
     def retained(self, i):
         """Positions within the active set of fold i's retained active points."""
@@ -322,8 +325,7 @@ class FoldOutSolver:
         for c, i in enumerate(folds):
             held = self._held[i]
             if held.size:
-                w = sla.cho_solve(self._held_factor[i], U[held, c], check_finite=False)
-                U[:, c] -= self._columns[i] @ w
+                U[:, c] -= self._corrections[i] @ U[held, c]
                 U[held, c] = 0.0
         return U
 
