@@ -160,6 +160,23 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     return F + total, s
 
 
+def fold_out_starts(K, y, fold_ids, lam, machine, fit):
+    """Each fold-out problem's order-inf Newton step from the full fit, as a warm start.
+
+    Returns one ``(alpha_R, b)`` per fold (coefficients on the fold's retained points, in
+    their order, and the intercept): ``alpha'_R = -weights[R, i] / (2 lam)`` and
+    ``b + beta_i / (2 lam)`` of :func:`newton_step_weights`. Cost: one order-inf step.
+    """
+    n = y.shape[0]
+    g, h = machine.loss.derivatives(y, fit.decision)
+    t = int(fold_ids.max()) + 1
+    sizes = np.bincount(fold_ids, minlength=t).astype(np.float64)
+    weights, betas = newton_step_weights(K, g, h, lam, n, fold_ids, -sizes / (n - sizes),
+                                         sizes, machine.fit_intercept)
+    return [(-weights[fold_ids != i, i] / (2 * lam),
+             fit.intercept + betas[i] / (2 * lam)) for i in range(t)]
+
+
 def _newton_step(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept, b=0.0):
     """Held-out predictions of order ``"inf"`` (see :func:`newton_step_weights`)."""
     weights, betas = newton_step_weights(K, g, h, lam, n, fold_ids, eps, sizes,
