@@ -318,8 +318,9 @@ class FoldOutSolver:
         if info != 0:
             self.G = None
             return
-        G = np.tril(G)
-        G += np.tril(G, -1).T
+        G = np.tril(G)  # dpotri fills the lower triangle only
+        G += G.T
+        G[np.diag_indices_from(G)] *= 0.5
         self.G = G
         self._held = [np.flatnonzero(fold_of_active == i) for i in range(t)]
         # Per fold the (|A|, |S|) matrix G_{:,S} G_SS^-1 of its Schur correction.
