@@ -6,7 +6,7 @@ from sklearn.datasets import make_classification
 
 from kernelcv import grid_search
 from kernelcv.exceptions import KernelCVError
-from kernelcv.selection.screening import Screening, coarse_to_fine
+from kernelcv.selection.screening import Screening, coarse_to_fine, halving_subsample
 
 
 def surface_evaluator(surface, calls):
@@ -105,6 +105,46 @@ def test_screen_refuses_checkpoints_rff_and_unknown_strategies(binary, tmp_path)
     with pytest.raises(KernelCVError, match="random-feature"):
         grid_search(X, y, "svm", method="rff", screen="coarse")
     with pytest.raises(KernelCVError, match="screen must be one of"):
-        grid_search(X, y, "svm", screen="halving")
+        grid_search(X, y, "svm", screen="random")
     with pytest.raises(KernelCVError, match="keep"):
         Screening("coarse", keep=0)
+
+
+def test_halving_subsample_is_a_third_stratified_by_fold_and_class():
+    rng = np.random.default_rng(3)
+    y = np.where(rng.random(900) < 0.3, 1.0, -1.0)
+    fold_ids = rng.permutation(np.arange(900) % 10)
+    rows = halving_subsample(y, fold_ids, 0, stratify=True)
+    assert abs(rows.size - 300) <= 20 and np.all(np.diff(rows) > 0)
+    for fold in range(10):
+        in_fold = fold_ids[rows] == fold
+        assert abs(in_fold.sum() - 30) <= 2
+        share = np.mean(y[rows][in_fold] > 0)
+        assert abs(share - np.mean(y[fold_ids == fold] > 0)) < 0.05
+    assert halving_subsample(y[:200], fold_ids[:200] % 10, 0, stratify=True) is None
+
+
+def test_halving_walks_on_all_rows_from_the_subsample_ranking():
+    X, y = make_classification(630, 6, n_informative=4, flip_y=0.05, random_state=5)
+    y = 2.0 * y - 1
+    gammas = [2.0 ** k for k in range(-9, 2)]
+    lams = [2.0 ** k / 630 for k in range(-3, 9)]
+    kwargs = dict(gammas=gammas, lams=lams, method="bif", folds=5, confirm=0)
+    full = grid_search(X, y, "svm", **kwargs)
+    halved = grid_search(X, y, "svm", screen="halving", **kwargs)
+    full_scores = {(c["gamma"], c["lam"]): c["score"] for c in full.candidates}
+    assert len(halved.candidates) < 0.5 * len(full.candidates)
+    for c in halved.candidates:  # full-data values only, the subsample's are not candidates
+        assert c["score"] == pytest.approx(full_scores[(c["gamma"], c["lam"])], abs=1e-12)
+    assert any("subsample of" in note for note in halved.notes)
+    best = halved.best
+    assert full_scores[(best["gamma"], best["lam"])] <= min(
+        score for (g, lam), score in full_scores.items()
+        if abs(np.log2(g / best["gamma"])) <= 1 and abs(np.log2(lam / best["lam"])) <= 1)
+
+
+def test_halving_falls_back_to_coarse_on_small_data(binary):
+    X, y = binary
+    result = grid_search(X, y, "svm", gammas=[0.1, 1.0, 10.0], lams=[0.01, 0.1, 1.0],
+                         screen="halving", folds=5, confirm=0)
+    assert any("coarse to fine instead" in note for note in result.notes)

@@ -130,11 +130,14 @@ def add_arguments(parser):
                             "to 5,000 samples; default)")
     space.add_argument("--refine-evals", type=int, metavar="N",
                        help="at most N exact refit CVs in the refinement (default 30)")
-    space.add_argument("--screen", choices=("auto", "coarse", "off"), default="auto",
+    space.add_argument("--screen", choices=("auto", "coarse", "halving", "off"),
+                       default="auto",
                        help="evaluate the whole grid (off) or walk it coarse to fine: "
                             "every other gamma and lam, then the neighbourhoods of the 3 "
-                            "best points until they are local minima (coarse); auto = "
-                            "coarse except with --method rff or --checkpoint (default)")
+                            "best points until they are local minima (coarse); halving "
+                            "starts that walk from the whole grid ranked on an n/3 "
+                            "subsample; auto = coarse except with --method rff or "
+                            "--checkpoint (default)")
     safe = parser.add_argument_group("safeguards")
     safe.add_argument("--confirm", type=int, default=3, metavar="K",
                       help="confirm the best K candidates by exact refit CV (default 3)")

@@ -9,6 +9,16 @@ Strategy ``"coarse"`` (coarse to fine):
 3. repeat step 2 until the ``keep`` best points have no unevaluated neighbour, i.e. each
    is a local minimum of the evaluated surface on the full grid.
 
+Strategy ``"halving"`` (for n of a few thousand, where every full-data fit is costly):
+
+1. evaluate the whole grid on a stratified subsample of about n/3 rows (the same folds
+   restricted to it) with lam scaled by n/m, so that ``C = 1/(2 n lam)`` is the same as
+   on the full data (as HalvingGridSearchCV keeps C); fits there cost about 1/27 of a
+   full-data fit;
+2. evaluate the ``keep`` best subsample points and their 3 x 3 neighbourhoods on the full
+   data, then walk as in step 3 of ``"coarse"``. Only full-data evaluations are
+   candidates; the subsample only chooses where to start.
+
 Each round's points are grouped by kernel setting, so a setting's Gram matrix is built
 once per round and its lam values are still walked in descending order with warm starts.
 The evaluated candidates are a subset of the full grid with the same records, so a point
@@ -24,14 +34,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..exceptions import KernelCVError
 
-STRATEGIES = ("off", "coarse")
+STRATEGIES = ("off", "coarse", "halving")
+# "halving" needs this many subsample rows per fold; below it "coarse" is used.
+HALVING_MIN_ROWS_PER_FOLD = 20
+HALVING_FACTOR = 3
 
 
 @dataclass(frozen=True)
 class Screening:
-    """Which candidates a search evaluates: all of them (``"off"``) or a coarse-to-fine walk.
+    """Which candidates a search evaluates: all (``"off"``), a coarse-to-fine walk
+    (``"coarse"``) or a walk started from a subsample's ranking (``"halving"``).
 
     ``keep``: how many of the best points have their neighbourhoods evaluated in each
     round of the ``"coarse"`` strategy (>= 1).
@@ -60,9 +76,21 @@ def _coarse(count: int) -> list[int]:
     return indices
 
 
-def coarse_to_fine(setting_lams: list[list[float]], evaluate: Callable, keep: int = 3,
-                   max_rounds: int = 50) -> tuple[dict[int, list[dict]], int]:
-    """Run the coarse-to-fine walk over grid points ``(setting i, lam index j)``.
+def _neighbourhoods(points, setting_lams):
+    """Every grid point in the 3 x 3 blocks around ``points`` (the points included)."""
+    out = set()
+    for i, j in points:
+        for a in (i - 1, i, i + 1):
+            for b in (j - 1, j, j + 1):
+                if 0 <= a < len(setting_lams) and 0 <= b < len(setting_lams[a]):
+                    out.add((a, b))
+    return out
+
+
+def walk(setting_lams: list[list[float]], evaluate: Callable, start, keep: int = 3,
+         max_rounds: int = 50) -> tuple[dict[int, list[dict]], int]:
+    """Evaluate ``start``, then the neighbourhoods of the ``keep`` best points until they
+    are local minima of the evaluated grid.
 
     Parameters
     ----------
@@ -70,17 +98,17 @@ def coarse_to_fine(setting_lams: list[list[float]], evaluate: Callable, keep: in
         parameter, lam values as the full grid has them).
     evaluate : ``evaluate({i: [lam, ...]}) -> {i: [record, ...]}``, one record (a dict
         with ``lam`` and ``score``) per requested lam.
+    start : grid points ``(setting i, lam index j)`` evaluated first.
     keep : best points whose neighbourhoods are evaluated each round.
-    max_rounds : refinement rounds at most (the walk stops earlier on a grid of this size).
+    max_rounds : refinement rounds at most.
 
     Returns
     -------
     per_setting : ``{i: records}`` of every evaluated point, each setting's records in
         the order of its lam values.
-    rounds : refinement rounds done after the coarse stage.
+    rounds : refinement rounds done after the start.
     """
     records: dict[tuple[int, int], dict] = {}
-    n_settings = len(setting_lams)
 
     def run(points):
         request: dict[int, list[int]] = {}
@@ -91,18 +119,11 @@ def coarse_to_fine(setting_lams: list[list[float]], evaluate: Callable, keep: in
             for j, record in zip(js, results[i], strict=True):
                 records[(i, j)] = record
 
-    run({(i, j) for i in _coarse(n_settings) for j in _coarse(len(setting_lams[i]))})
+    run(set(start))
     rounds = 0
     while rounds < max_rounds:
         ranked = sorted(records, key=lambda p: (records[p]["score"], p))
-        wanted = set()
-        for i, j in ranked[:keep]:
-            for di in (-1, 0, 1):
-                for dj in (-1, 0, 1):
-                    a, b = i + di, j + dj
-                    if 0 <= a < n_settings and 0 <= b < len(setting_lams[a]) \
-                            and (a, b) not in records:
-                        wanted.add((a, b))
+        wanted = _neighbourhoods(ranked[:keep], setting_lams) - set(records)
         if not wanted:
             break
         run(wanted)
@@ -111,3 +132,48 @@ def coarse_to_fine(setting_lams: list[list[float]], evaluate: Callable, keep: in
     for i, j in sorted(records):
         per_setting.setdefault(i, []).append(records[(i, j)])
     return per_setting, rounds
+
+
+def coarse_to_fine(setting_lams: list[list[float]], evaluate: Callable, keep: int = 3,
+                   max_rounds: int = 50) -> tuple[dict[int, list[dict]], int]:
+    """Strategy ``"coarse"``: :func:`walk` from every other setting and lam (last kept)."""
+    start = {(i, j) for i in _coarse(len(setting_lams))
+             for j in _coarse(len(setting_lams[i]))}
+    return walk(setting_lams, evaluate, start, keep, max_rounds)
+
+
+def halving_start(setting_lams: list[list[float]], evaluate_subsample: Callable,
+                  keep: int = 3) -> set[tuple[int, int]]:
+    """Strategy ``"halving"``, step 1: rank the whole grid on the subsample and return
+    the neighbourhoods of its ``keep`` best points (the start of the full-data walk).
+
+    ``evaluate_subsample`` has the signature of ``evaluate`` in :func:`walk` and takes the
+    full grid's lam values (it scales them itself).
+    """
+    request = {i: list(lams) for i, lams in enumerate(setting_lams)}
+    results = evaluate_subsample(request)
+    scored = [(record["score"], (i, j)) for i, records in results.items()
+              for j, record in enumerate(records)]
+    best = [point for _, point in sorted(scored)[:keep]]
+    return _neighbourhoods(best, setting_lams)
+
+
+def halving_subsample(y, fold_ids, random_state, stratify: bool,
+                      factor: int = HALVING_FACTOR):
+    """Rows of the ``"halving"`` subsample: about n/factor, stratified by fold (and class).
+
+    Returns the sorted row indices, or None when the subsample would have fewer than
+    :data:`HALVING_MIN_ROWS_PER_FOLD` rows per fold (then ``"coarse"`` is used).
+    """
+    n = y.shape[0]
+    t = int(fold_ids.max()) + 1
+    if n // factor < HALVING_MIN_ROWS_PER_FOLD * t:
+        return None
+    rng = np.random.default_rng(0 if random_state is None else random_state)
+    groups = fold_ids * 2 + (y > np.min(y)) if stratify else fold_ids
+    chosen = []
+    for group in np.unique(groups):
+        rows = np.flatnonzero(groups == group)
+        take = max(1, int(round(rows.size / factor)))
+        chosen.append(rng.choice(rows, size=take, replace=False))
+    return np.sort(np.concatenate(chosen))

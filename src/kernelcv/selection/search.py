@@ -31,7 +31,14 @@ from .methods import BIF, GACV, ClosedForm, CVMethod, ExactRefit, GranularityRul
 from .options import AVERAGES, Execution, Safeguards, SearchSpace, kernel_settings
 from .refine import REFINE_MAX_EVALS, refine_search
 from .safeguards import APPROXIMATE, candidate_error, choose, rank, run_safeguards
-from .screening import Screening, coarse_to_fine
+from .screening import (
+    HALVING_MIN_ROWS_PER_FOLD,
+    Screening,
+    coarse_to_fine,
+    halving_start,
+    halving_subsample,
+    walk,
+)
 from .tasks import evaluate_task
 
 METHOD_CLASSES = {cls.name: cls for cls in (ExactRefit, ClosedForm, BIF, GACV, FeatureSpace)}
@@ -234,8 +241,9 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
 
     search_tic = time.perf_counter()
     if screening.enabled:
-        per_setting, rounds = _screened_grid(settings, setting_lams, shared, execution,
-                                             screening)
+        per_setting, rounds, screen_notes = _screened_grid(
+            settings, setting_lams, shared, execution, screening,
+            subsample=(X, method, machine.is_classifier, random_state))
     else:
         per_setting = _full_grid(settings, setting_lams, shared, execution, store)
     search_seconds = time.perf_counter() - search_tic
@@ -272,9 +280,10 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     notes.extend(method.notes(candidates, best_index, n))
     if screening.enabled:
         grid_size = sum(len(lams) for lams in setting_lams)
+        notes.extend(screen_notes)
         notes.append(f"screened ({screening.strategy}): {len(candidates)} of {grid_size} "
-                     f"candidates evaluated, {rounds} refinement rounds after the coarse "
-                     "grid")
+                     f"candidates evaluated on all rows, {rounds} refinement rounds after "
+                     "the start")
     if mapping is not None and set(mapping.values()) != {-1, 1}:
         notes.append(f"labels {mapping[-1]!r}/{mapping[1]!r} mapped to -1/+1")
     return SearchResult(
@@ -309,27 +318,56 @@ def _full_grid(settings, setting_lams, shared, execution, store):
     return per_setting
 
 
-def _screened_grid(settings, setting_lams, shared, execution, screening):
-    """The coarse-to-fine walk of :mod:`kernelcv.selection.screening`, one task per setting
-    and round."""
+def _screened_grid(settings, setting_lams, shared, execution, screening, subsample):
+    """The walks of :mod:`kernelcv.selection.screening`, one task per setting and round.
+
+    ``subsample`` is ``(X, method, is_classifier, random_state)`` for ``"halving"``.
+    Returns the records per setting, the refinement rounds and notes.
+    """
     grid_size = sum(len(lams) for lams in setting_lams)
     done = 0
 
-    def evaluate(request):
-        nonlocal done
-        order = list(request)
-        tasks = [{"setting": settings[i], "lams": request[i]} for i in order]
-        results = {}
-        with closing(run_tasks(evaluate_task, tasks, shared=shared, n_jobs=execution.n_jobs,
-                               backend=execution.backend,
-                               scheduler=execution.scheduler)) as finished:
-            for position, records in finished:
-                results[order[position]] = records
-                done += len(records)
-                execution.report("screen", done, grid_size)
-        return results
+    def runner(context, stage, scale=1.0):
+        def evaluate(request):
+            nonlocal done
+            order = list(request)
+            tasks = [{"setting": settings[i], "lams": [lam * scale for lam in request[i]]}
+                     for i in order]
+            results = {}
+            with closing(run_tasks(evaluate_task, tasks, shared=context,
+                                   n_jobs=execution.n_jobs, backend=execution.backend,
+                                   scheduler=execution.scheduler)) as finished:
+                for position, records in finished:
+                    results[order[position]] = records
+                    done += len(records)
+                    execution.report(stage, done, grid_size)
+            return results
+        return evaluate
 
-    return coarse_to_fine(setting_lams, evaluate, keep=screening.keep)
+    evaluate = runner(shared, "screen")
+    if screening.strategy == "halving":
+        X, method, is_classifier, random_state = subsample
+        y, fold_ids = shared["y"], shared["fold_ids"]
+        rows = halving_subsample(y, fold_ids, random_state, stratify=is_classifier)
+        if rows is not None:
+            context = {**shared, "y": y[rows], "fold_ids": fold_ids[rows],
+                       "data": method.prepare(X[rows], shared["memory_budget"],
+                                              execution.parallel)}
+            start = halving_start(setting_lams,
+                                  runner(context, "subsample", y.shape[0] / rows.size),
+                                  keep=screening.keep)
+            done = 0
+            per_setting, rounds = walk(setting_lams, evaluate, start, keep=screening.keep)
+            return per_setting, rounds, [
+                f"halving: the whole grid ranked on a subsample of {rows.size} rows (lam "
+                f"scaled by {y.shape[0] / rows.size:.3g}, the same C), the walk started "
+                "from its 3 best points"]
+        per_setting, rounds = coarse_to_fine(setting_lams, evaluate, keep=screening.keep)
+        return per_setting, rounds, ["halving: too few rows for a subsample of n/3 with "
+                                     f"{HALVING_MIN_ROWS_PER_FOLD} rows per fold; walked "
+                                     "coarse to fine instead"]
+    per_setting, rounds = coarse_to_fine(setting_lams, evaluate, keep=screening.keep)
+    return per_setting, rounds, []
 
 
 def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None, lams=None,
@@ -405,10 +443,11 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         refused when the dense refits exceed the memory budget); False never. The visited
         candidates get status ``refined`` and an ``exact_error``, or ``pruned`` (stopped
         early, ``exact_error_at_least``); the choice is the best of them by exact error.
-    screen : {"off", "coarse"}: evaluate every candidate, or walk coarse to fine (every
-        other setting and lam first, then the neighbourhoods of the 3 best points until
-        they are local minima; :mod:`kernelcv.selection.screening`). Not with
-        ``checkpoint`` or ``method="rff"``.
+    screen : {"off", "coarse", "halving"}: evaluate every candidate, or walk coarse to
+        fine (every other setting and lam first, then the neighbourhoods of the 3 best
+        points until they are local minima), or start that walk from the 3 best points of
+        the whole grid ranked on an n/3 subsample (:mod:`kernelcv.selection.screening`).
+        Not with ``checkpoint`` or ``method="rff"``.
 
     Returns
     -------
