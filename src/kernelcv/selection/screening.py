@@ -11,10 +11,10 @@ Strategy ``"coarse"`` (coarse to fine):
 
 Strategy ``"halving"`` (for n of a few thousand, where every full-data fit is costly):
 
-1. evaluate the whole grid on a stratified subsample of about n/3 rows (the same folds
-   restricted to it) with lam scaled by n/m, so that ``C = 1/(2 n lam)`` is the same as
-   on the full data (as HalvingGridSearchCV keeps C); fits there cost about 1/27 of a
-   full-data fit;
+1. walk the grid coarse to fine (as ``"coarse"``) on a stratified subsample of about
+   n/3 rows (the same folds restricted to it) with lam scaled by n/m, so that
+   ``C = 1/(2 n lam)`` is the same as on the full data (as HalvingGridSearchCV keeps C);
+   fits there cost about 1/27 of a full-data fit;
 2. evaluate the ``keep`` best subsample points and their 3 x 3 neighbourhoods on the full
    data, then walk as in step 3 of ``"coarse"``. Only full-data evaluations are
    candidates; the subsample only chooses where to start.
@@ -108,6 +108,15 @@ def walk(setting_lams: list[list[float]], evaluate: Callable, start, keep: int =
         the order of its lam values.
     rounds : refinement rounds done after the start.
     """
+    records, rounds = _walk(setting_lams, evaluate, start, keep, max_rounds)
+    per_setting: dict[int, list[dict]] = {}
+    for i, j in sorted(records):
+        per_setting.setdefault(i, []).append(records[(i, j)])
+    return per_setting, rounds
+
+
+def _walk(setting_lams, evaluate, start, keep, max_rounds):
+    """:func:`walk` with the records keyed by grid point ``(i, j)``."""
     records: dict[tuple[int, int], dict] = {}
 
     def run(points):
@@ -128,33 +137,30 @@ def walk(setting_lams: list[list[float]], evaluate: Callable, start, keep: int =
             break
         run(wanted)
         rounds += 1
-    per_setting: dict[int, list[dict]] = {}
-    for i, j in sorted(records):
-        per_setting.setdefault(i, []).append(records[(i, j)])
-    return per_setting, rounds
+    return records, rounds
+
+
+def _coarse_start(setting_lams):
+    return {(i, j) for i in _coarse(len(setting_lams)) for j in _coarse(len(setting_lams[i]))}
 
 
 def coarse_to_fine(setting_lams: list[list[float]], evaluate: Callable, keep: int = 3,
                    max_rounds: int = 50) -> tuple[dict[int, list[dict]], int]:
     """Strategy ``"coarse"``: :func:`walk` from every other setting and lam (last kept)."""
-    start = {(i, j) for i in _coarse(len(setting_lams))
-             for j in _coarse(len(setting_lams[i]))}
-    return walk(setting_lams, evaluate, start, keep, max_rounds)
+    return walk(setting_lams, evaluate, _coarse_start(setting_lams), keep, max_rounds)
 
 
 def halving_start(setting_lams: list[list[float]], evaluate_subsample: Callable,
                   keep: int = 3) -> set[tuple[int, int]]:
-    """Strategy ``"halving"``, step 1: rank the whole grid on the subsample and return
-    the neighbourhoods of its ``keep`` best points (the start of the full-data walk).
+    """Strategy ``"halving"``, step 1: walk the grid coarse to fine on the subsample and
+    return the neighbourhoods of its ``keep`` best points (the start of the full-data walk).
 
     ``evaluate_subsample`` has the signature of ``evaluate`` in :func:`walk` and takes the
     full grid's lam values (it scales them itself).
     """
-    request = {i: list(lams) for i, lams in enumerate(setting_lams)}
-    results = evaluate_subsample(request)
-    scored = [(record["score"], (i, j)) for i, records in results.items()
-              for j, record in enumerate(records)]
-    best = [point for _, point in sorted(scored)[:keep]]
+    records, _ = _walk(setting_lams, evaluate_subsample, _coarse_start(setting_lams), keep,
+                       50)
+    best = sorted(records, key=lambda p: (records[p]["score"], p))[:keep]
     return _neighbourhoods(best, setting_lams)
 
 

@@ -359,7 +359,7 @@ def _screened_grid(settings, setting_lams, shared, execution, screening, subsamp
             done = 0
             per_setting, rounds = walk(setting_lams, evaluate, start, keep=screening.keep)
             return per_setting, rounds, [
-                f"halving: the whole grid ranked on a subsample of {rows.size} rows (lam "
+                f"halving: the grid walked coarse to fine on a subsample of {rows.size} rows (lam "
                 f"scaled by {y.shape[0] / rows.size:.3g}, the same C), the walk started "
                 "from its 3 best points"]
         per_setting, rounds = coarse_to_fine(setting_lams, evaluate, keep=screening.keep)
