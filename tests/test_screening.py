@@ -148,3 +148,13 @@ def test_halving_falls_back_to_coarse_on_small_data(binary):
     result = grid_search(X, y, "svm", gammas=[0.1, 1.0, 10.0], lams=[0.01, 0.1, 1.0],
                          screen="halving", folds=5, confirm=0)
     assert any("coarse to fine instead" in note for note in result.notes)
+
+
+def test_select_resolves_auto_screening_by_size_method_and_checkpoint():
+    from kernelcv.reports.select import HALVING_AUTO_FROM, resolve_screen
+
+    assert resolve_screen("auto", HALVING_AUTO_FROM, "bif", None) == "halving"
+    assert resolve_screen("auto", HALVING_AUTO_FROM - 1, None, None) == "coarse"
+    assert resolve_screen("auto", 10**6, "rff", None) == "off"
+    assert resolve_screen("auto", 500, "bif", "search.ckpt") == "off"
+    assert resolve_screen("coarse", 10**6, "bif", None) == "coarse"

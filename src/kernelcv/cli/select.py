@@ -135,9 +135,9 @@ def add_arguments(parser):
                        help="evaluate the whole grid (off) or walk it coarse to fine: "
                             "every other gamma and lam, then the neighbourhoods of the 3 "
                             "best points until they are local minima (coarse); halving "
-                            "starts that walk from the whole grid ranked on an n/3 "
-                            "subsample; auto = coarse except with --method rff or "
-                            "--checkpoint (default)")
+                            "starts that walk from the grid walked on an n/3 subsample; "
+                            "auto = halving from 1,500 samples, else coarse, and off with "
+                            "--method rff or --checkpoint (default)")
     safe = parser.add_argument_group("safeguards")
     safe.add_argument("--confirm", type=int, default=3, metavar="K",
                       help="confirm the best K candidates by exact refit CV (default 3)")
@@ -244,16 +244,9 @@ def run_command(args, parser):
             seed=0 if args.seed is None else args.seed, test=args.test,
             out=args.out, plot=args.plot, checkpoint=args.checkpoint, n_jobs=args.n_jobs,
             scheduler=args.scheduler, memory_budget=args.memory_budget, progress=progress,
-            Cs=cs, screen=_screen(args), **feature_options)
+            Cs=cs, screen=args.screen, **feature_options)
     finally:
         progress.close()
-
-
-def _screen(args):
-    """``--screen auto``: coarse to fine where it applies (not rff, not a checkpoint)."""
-    if args.screen != "auto":
-        return args.screen
-    return "off" if args.method == "rff" or args.checkpoint else "coarse"
 
 
 def render(report, args=None):
