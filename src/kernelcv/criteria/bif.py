@@ -291,7 +291,7 @@ class FoldOutSolver:
 
     and a fold of another size (``n_i = m + delta``, stratified folds differ by one
     sample) iterates ``x <- (K_RR + m D_R)^-1 (v - delta D_R x)``, a contraction of rate
-    at most ``|delta| / m`` because ``K_RR + m D_R >= m D_R``: about five iterations reach
+    at most ``|delta| / m`` because ``K_RR + m D_R >= m D_R``: seven iterations reach
     rounding level at ``m = 900``. Cost: ``|A|^3 / 3`` (Cholesky) + ``2 |A|^3 / 3``
     (inverse) once, then per right-hand side and fold ``O(|A|^2)`` (one matrix product
     with G for all folds at once) plus ``O(|A| |S|)`` for the Schur correction, whose
