@@ -122,6 +122,7 @@ def test_halving_subsample_is_a_third_stratified_by_fold_and_class():
         share = np.mean(y[rows][in_fold] > 0)
         assert abs(share - np.mean(y[fold_ids == fold] > 0)) < 0.05
     assert halving_subsample(y[:200], fold_ids[:200] % 10, 0, stratify=True) is None
+    assert halving_subsample(y[:300], fold_ids[:300] % 10, 0, stratify=True) is not None
 
 
 def test_halving_walks_on_all_rows_from_the_subsample_ranking():
@@ -146,7 +147,7 @@ def test_halving_walks_on_all_rows_from_the_subsample_ranking():
 def test_halving_falls_back_to_coarse_on_small_data(binary):
     X, y = binary
     result = grid_search(X, y, "svm", gammas=[0.1, 1.0, 10.0], lams=[0.01, 0.1, 1.0],
-                         screen="halving", folds=5, confirm=0)
+                         screen="halving", folds=10, confirm=0)
     assert any("coarse to fine instead" in note for note in result.notes)
 
 

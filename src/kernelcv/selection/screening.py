@@ -40,7 +40,7 @@ from ..exceptions import KernelCVError
 
 STRATEGIES = ("off", "coarse", "halving")
 # "halving" needs this many subsample rows per fold; below it "coarse" is used.
-HALVING_MIN_ROWS_PER_FOLD = 20
+HALVING_MIN_ROWS_PER_FOLD = 10
 HALVING_FACTOR = 3
 
 
