@@ -18,7 +18,7 @@ from kernelcv import cross_validate
 from kernelcv.cli import main
 from kernelcv.datasets import load_data, make_synthetic
 from kernelcv.estimators import KernelRidgeRegressor, L2SVMClassifier
-from kernelcv.selection import search
+from kernelcv.selection import screening
 from kernelcv.selection.granularity import bound_rule
 from kernelcv.selection.search import grid_search
 
@@ -465,14 +465,14 @@ def test_checkpoint_rerun_does_no_new_work(capsys, files, tmp_path, monkeypatch)
     size = checkpoint.stat().st_size
 
     calls = []
-    real = search.run_tasks
+    real = screening.run_tasks  # the grid is evaluated there (full or screened)
 
     def counting(function, tasks, **kwargs):
         tasks = list(tasks)
         calls.append(len(tasks))
         return real(function, tasks, **kwargs)
 
-    monkeypatch.setattr(search, "run_tasks", counting)
+    monkeypatch.setattr(screening, "run_tasks", counting)
     second = _select(capsys, files["train"], *options)
     assert calls and sum(calls) == 0
     assert checkpoint.stat().st_size == size

@@ -32,11 +32,14 @@ Cost: about 30-45 % of the full grid's candidates on the default grid.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..exceptions import KernelCVError
+from .backends import run_tasks
+from .tasks import evaluate_task
 
 STRATEGIES = ("off", "coarse", "halving")
 # "halving" needs this many subsample rows per fold; below it "coarse" is used.
@@ -183,3 +186,87 @@ def halving_subsample(y, fold_ids, random_state, stratify: bool,
         take = max(1, int(round(rows.size / factor)))
         chosen.append(rng.choice(rows, size=take, replace=False))
     return np.sort(np.concatenate(chosen))
+
+
+def evaluate_grid(settings, setting_lams, shared, execution, screening, store, subsample):
+    """The records of the candidates ``screening`` chooses, one task per setting and round.
+
+    ``shared`` holds the arguments of :func:`kernelcv.selection.tasks.evaluate_task`
+    common to all tasks, ``store`` an optional checkpoint (full grid only), ``subsample``
+    ``(X, method, is_classifier, random_state)`` for ``"halving"``. Returns the records
+    per setting, the refinement rounds of a walk (0 for the full grid) and notes.
+    """
+    if screening.enabled:
+        return _screened_grid(settings, setting_lams, shared, execution, screening,
+                              subsample)
+    return _full_grid(settings, setting_lams, shared, execution, store), 0, []
+
+
+def _full_grid(settings, setting_lams, shared, execution, store):
+    """Every kernel setting with all its lam values; finished settings come from ``store``."""
+    per_setting: dict[int, list[dict]] = dict(store.settings) if store else {}
+    todo = [i for i in range(len(settings)) if i not in per_setting]
+    tasks = [{"setting": settings[i], "lams": setting_lams[i]} for i in todo]
+    execution.report("search", len(per_setting), len(settings))
+    with closing(run_tasks(evaluate_task, tasks, shared=shared, n_jobs=execution.n_jobs,
+                           backend=execution.backend,
+                           scheduler=execution.scheduler)) as finished:
+        for position, records in finished:
+            index = todo[position]
+            per_setting[index] = records
+            if store is not None:
+                store.add_setting(index, records)
+            execution.report("search", len(per_setting), len(settings))
+    return per_setting
+
+
+def _screened_grid(settings, setting_lams, shared, execution, screening, subsample):
+    """The walks of :mod:`kernelcv.selection.screening`, one task per setting and round.
+
+    ``subsample`` is ``(X, method, is_classifier, random_state)`` for ``"halving"``.
+    Returns the records per setting, the refinement rounds and notes.
+    """
+    grid_size = sum(len(lams) for lams in setting_lams)
+    done = 0
+
+    def runner(context, stage, scale=1.0):
+        def evaluate(request):
+            nonlocal done
+            order = list(request)
+            tasks = [{"setting": settings[i], "lams": [lam * scale for lam in request[i]]}
+                     for i in order]
+            results = {}
+            with closing(run_tasks(evaluate_task, tasks, shared=context,
+                                   n_jobs=execution.n_jobs, backend=execution.backend,
+                                   scheduler=execution.scheduler)) as finished:
+                for position, records in finished:
+                    results[order[position]] = records
+                    done += len(records)
+                    execution.report(stage, done, grid_size)
+            return results
+        return evaluate
+
+    evaluate = runner(shared, "screen")
+    if screening.strategy == "halving":
+        X, method, is_classifier, random_state = subsample
+        y, fold_ids = shared["y"], shared["fold_ids"]
+        rows = halving_subsample(y, fold_ids, random_state, stratify=is_classifier)
+        if rows is not None:
+            context = {**shared, "y": y[rows], "fold_ids": fold_ids[rows],
+                       "data": method.prepare(X[rows], shared["memory_budget"],
+                                              execution.parallel)}
+            start = halving_start(setting_lams,
+                                  runner(context, "subsample", y.shape[0] / rows.size),
+                                  keep=screening.keep)
+            done = 0
+            per_setting, rounds = walk(setting_lams, evaluate, start, keep=screening.keep)
+            return per_setting, rounds, [
+                f"halving: the grid walked coarse to fine on a subsample of {rows.size} rows (lam "
+                f"scaled by {y.shape[0] / rows.size:.3g}, the same C), the walk started "
+                "from its 3 best points"]
+        per_setting, rounds = coarse_to_fine(setting_lams, evaluate, keep=screening.keep)
+        return per_setting, rounds, ["halving: too few rows for a subsample of n/3 with "
+                                     f"{HALVING_MIN_ROWS_PER_FOLD} rows per fold; walked "
+                                     "coarse to fine instead"]
+    per_setting, rounds = coarse_to_fine(setting_lams, evaluate, keep=screening.keep)
+    return per_setting, rounds, []

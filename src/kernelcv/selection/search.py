@@ -16,7 +16,6 @@ The driver fits no machine itself; the refinement's refits run in this process.
 from __future__ import annotations
 
 import time
-from contextlib import closing
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,22 +23,13 @@ import numpy as np
 from ..exceptions import KernelCVError
 from ..machines import Machine, make_machine
 from ..validation import check_data, make_folds
-from .backends import run_tasks
 from .checkpoint import Checkpoint, fingerprint
 from .feature_space import FeatureSpace
 from .methods import BIF, GACV, ClosedForm, CVMethod, ExactRefit, GranularityRule
 from .options import AVERAGES, Execution, Safeguards, SearchSpace, kernel_settings
 from .refine import REFINE_MAX_EVALS, refine_search
 from .safeguards import APPROXIMATE, candidate_error, choose, rank, run_safeguards
-from .screening import (
-    HALVING_MIN_ROWS_PER_FOLD,
-    Screening,
-    coarse_to_fine,
-    halving_start,
-    halving_subsample,
-    walk,
-)
-from .tasks import evaluate_task
+from .screening import Screening, evaluate_grid
 
 METHOD_CLASSES = {cls.name: cls for cls in (ExactRefit, ClosedForm, BIF, GACV, FeatureSpace)}
 METHODS = tuple(METHOD_CLASSES)
@@ -240,12 +230,9 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
               "machine": machine, "random_state": random_state, "memory_budget": budget}
 
     search_tic = time.perf_counter()
-    if screening.enabled:
-        per_setting, rounds, screen_notes = _screened_grid(
-            settings, setting_lams, shared, execution, screening,
-            subsample=(X, method, machine.is_classifier, random_state))
-    else:
-        per_setting = _full_grid(settings, setting_lams, shared, execution, store)
+    per_setting, rounds, screen_notes = evaluate_grid(
+        settings, setting_lams, shared, execution, screening, store,
+        subsample=(X, method, machine.is_classifier, random_state))
     search_seconds = time.perf_counter() - search_tic
 
     order = method.reported_order()
@@ -298,76 +285,6 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         feature_map=method.fitted_map(data), criterion=method, machine_spec=machine)
 
 
-
-
-def _full_grid(settings, setting_lams, shared, execution, store):
-    """Every kernel setting with all its lam values; finished settings come from ``store``."""
-    per_setting: dict[int, list[dict]] = dict(store.settings) if store else {}
-    todo = [i for i in range(len(settings)) if i not in per_setting]
-    tasks = [{"setting": settings[i], "lams": setting_lams[i]} for i in todo]
-    execution.report("search", len(per_setting), len(settings))
-    with closing(run_tasks(evaluate_task, tasks, shared=shared, n_jobs=execution.n_jobs,
-                           backend=execution.backend,
-                           scheduler=execution.scheduler)) as finished:
-        for position, records in finished:
-            index = todo[position]
-            per_setting[index] = records
-            if store is not None:
-                store.add_setting(index, records)
-            execution.report("search", len(per_setting), len(settings))
-    return per_setting
-
-
-def _screened_grid(settings, setting_lams, shared, execution, screening, subsample):
-    """The walks of :mod:`kernelcv.selection.screening`, one task per setting and round.
-
-    ``subsample`` is ``(X, method, is_classifier, random_state)`` for ``"halving"``.
-    Returns the records per setting, the refinement rounds and notes.
-    """
-    grid_size = sum(len(lams) for lams in setting_lams)
-    done = 0
-
-    def runner(context, stage, scale=1.0):
-        def evaluate(request):
-            nonlocal done
-            order = list(request)
-            tasks = [{"setting": settings[i], "lams": [lam * scale for lam in request[i]]}
-                     for i in order]
-            results = {}
-            with closing(run_tasks(evaluate_task, tasks, shared=context,
-                                   n_jobs=execution.n_jobs, backend=execution.backend,
-                                   scheduler=execution.scheduler)) as finished:
-                for position, records in finished:
-                    results[order[position]] = records
-                    done += len(records)
-                    execution.report(stage, done, grid_size)
-            return results
-        return evaluate
-
-    evaluate = runner(shared, "screen")
-    if screening.strategy == "halving":
-        X, method, is_classifier, random_state = subsample
-        y, fold_ids = shared["y"], shared["fold_ids"]
-        rows = halving_subsample(y, fold_ids, random_state, stratify=is_classifier)
-        if rows is not None:
-            context = {**shared, "y": y[rows], "fold_ids": fold_ids[rows],
-                       "data": method.prepare(X[rows], shared["memory_budget"],
-                                              execution.parallel)}
-            start = halving_start(setting_lams,
-                                  runner(context, "subsample", y.shape[0] / rows.size),
-                                  keep=screening.keep)
-            done = 0
-            per_setting, rounds = walk(setting_lams, evaluate, start, keep=screening.keep)
-            return per_setting, rounds, [
-                f"halving: the grid walked coarse to fine on a subsample of {rows.size} rows (lam "
-                f"scaled by {y.shape[0] / rows.size:.3g}, the same C), the walk started "
-                "from its 3 best points"]
-        per_setting, rounds = coarse_to_fine(setting_lams, evaluate, keep=screening.keep)
-        return per_setting, rounds, ["halving: too few rows for a subsample of n/3 with "
-                                     f"{HALVING_MIN_ROWS_PER_FOLD} rows per fold; walked "
-                                     "coarse to fine instead"]
-    per_setting, rounds = coarse_to_fine(setting_lams, evaluate, keep=screening.keep)
-    return per_setting, rounds, []
 
 
 def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None, lams=None,
