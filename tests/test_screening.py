@@ -69,6 +69,18 @@ def test_every_kept_point_is_a_local_minimum_of_the_evaluated_grid():
                     assert (a, b) in evaluated
 
 
+def assert_subset_of_full_grid(full, screened):
+    """Every screened value equals the full grid's at the same point, and the screened
+    choice is a local minimum of the full surface (its 3 x 3 neighbourhood)."""
+    full_scores = {(c["gamma"], c["lam"]): c["score"] for c in full.candidates}
+    for c in screened.candidates:
+        assert c["score"] == pytest.approx(full_scores[(c["gamma"], c["lam"])], abs=1e-12)
+    best = screened.best
+    assert full_scores[(best["gamma"], best["lam"])] <= min(
+        score for (g, lam), score in full_scores.items()
+        if abs(np.log2(g / best["gamma"])) <= 1 and abs(np.log2(lam / best["lam"])) <= 1)
+
+
 @pytest.fixture(scope="module")
 def binary():
     X, y = make_classification(150, 5, n_informative=3, random_state=2)
@@ -85,16 +97,9 @@ def test_screened_search_is_a_subset_of_the_full_grid_with_equal_values(binary, 
     kwargs = dict(gammas=gammas, lams=lams, method=method, folds=5, confirm=0)
     full = grid_search(X, y, machine, **kwargs)
     screened = grid_search(X, y, machine, screen="coarse", **kwargs)
-    full_scores = {(c["gamma"], c["lam"]): c["score"] for c in full.candidates}
     assert len(screened.candidates) < len(full.candidates)
-    for c in screened.candidates:
-        assert c["score"] == pytest.approx(full_scores[(c["gamma"], c["lam"])], abs=1e-12)
     assert any("screened (coarse)" in note for note in screened.notes)
-    # the screened choice is a local minimum of the full surface
-    best = screened.best
-    assert full_scores[(best["gamma"], best["lam"])] <= min(
-        score for (g, lam), score in full_scores.items()
-        if abs(np.log2(g / best["gamma"])) <= 1 and abs(np.log2(lam / best["lam"])) <= 1)
+    assert_subset_of_full_grid(full, screened)
 
 
 def test_screen_refuses_checkpoints_rff_and_unknown_strategies(binary, tmp_path):
@@ -133,15 +138,10 @@ def test_halving_walks_on_all_rows_from_the_subsample_ranking():
     kwargs = dict(gammas=gammas, lams=lams, method="bif", folds=5, confirm=0)
     full = grid_search(X, y, "svm", **kwargs)
     halved = grid_search(X, y, "svm", screen="halving", **kwargs)
-    full_scores = {(c["gamma"], c["lam"]): c["score"] for c in full.candidates}
     assert len(halved.candidates) < 0.5 * len(full.candidates)
-    for c in halved.candidates:  # full-data values only, the subsample's are not candidates
-        assert c["score"] == pytest.approx(full_scores[(c["gamma"], c["lam"])], abs=1e-12)
     assert any("subsample of" in note for note in halved.notes)
-    best = halved.best
-    assert full_scores[(best["gamma"], best["lam"])] <= min(
-        score for (g, lam), score in full_scores.items()
-        if abs(np.log2(g / best["gamma"])) <= 1 and abs(np.log2(lam / best["lam"])) <= 1)
+    # full-data values only: the subsample's are not candidates
+    assert_subset_of_full_grid(full, halved)
 
 
 def test_halving_falls_back_to_coarse_on_small_data(binary):
