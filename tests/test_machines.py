@@ -71,3 +71,12 @@ def test_bad_machine_settings():
         make_machine("svr", epsilon=-1)
     with pytest.raises(KernelCVError, match="krr.*bias-free"):
         make_machine("krr", fit_intercept=True)
+
+
+def test_unconverged_solve_warns_with_sklearns_convergence_warning():
+    # The class is scikit-learn's (imported only when warning), so users' filters apply.
+    from sklearn.exceptions import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning, match="without the loss pieces settling"):
+        fit = make_machine("svm").fit(K, Y, 1e-4, max_iter=1)
+    assert not fit.converged and fit.n_iter == 1

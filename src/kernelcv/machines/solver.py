@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
-from sklearn.exceptions import ConvergenceWarning
 
 from ..exceptions import KernelCVError
 
@@ -285,6 +284,10 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
             converged = True
             break
     if not converged:
+        # scikit-learn's warning class, so that users' filters for it apply; imported
+        # here because importing scikit-learn costs ~1 s of a command's start-up.
+        from sklearn.exceptions import ConvergenceWarning
+
         warnings.warn(
             f"Newton solver stopped after {max_iter} iterations without the loss pieces "
             "settling; the result may be inexact (increase max_iter)",
