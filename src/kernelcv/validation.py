@@ -8,10 +8,10 @@ remedy.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.model_selection import KFold, StratifiedKFold
 
 from .exceptions import KernelCVError
 
@@ -113,10 +113,27 @@ def make_folds(y, folds, classifier: bool, random_state=None) -> np.ndarray:
     ----------
     y : (n,) labels (+-1 for classifiers) or targets.
     folds : int or array of n fold ids
-        An integer t gives shuffled folds (stratified by class for a classifier, as
-        scikit-learn does) seeded by ``random_state``; an array is taken as given (any
-        integer ids, relabelled to ``0..t-1``).
+        An integer t gives shuffled folds seeded by ``random_state``, stratified by class
+        for a classifier whose classes both have at least t members; an array is taken as
+        given (any integer ids, relabelled to ``0..t-1``).
     classifier : whether every training part must contain both classes.
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+        Seed of the shuffle: an integer in ``[0, 2**32)`` (the same integer gives the same
+        folds), a RandomState or Generator (drawn from), or None (numpy's global
+        RandomState, as :func:`numpy.random.shuffle` uses).
+
+    Notes
+    -----
+    The assignment is scikit-learn's (so folds, and the results and checkpoints that
+    depend on them, are the same as with ``StratifiedKFold(t, shuffle=True,
+    random_state=random_state)``, or ``KFold`` when not stratified), computed here
+    without importing scikit-learn. Stratified: the classes are numbered in order of
+    first appearance and dealt round-robin, class 0 first, to folds ``0, 1, ..., t-1,
+    0, ...``; that fixes how many of each class every fold gets (fold sizes, and each
+    class's counts per fold, differ by at most one), and one shuffle per class decides
+    which of its samples go where. Not stratified: one shuffle of ``0..n-1``, cut into
+    ``t`` consecutive folds, the first ``n mod t`` of them one larger. Cost: O(n) time
+    and memory.
     """
     n = y.shape[0]
     if isinstance(folds, int | np.integer) and not isinstance(folds, bool):
@@ -125,13 +142,23 @@ def make_folds(y, folds, classifier: bool, random_state=None) -> np.ndarray:
             raise KernelCVError(f"need at least 2 folds, got {t}")
         if t > n:
             raise KernelCVError(f"cannot make {t} folds from {n} samples (at most n = {n})")
+        shuffle = _shuffler(random_state)
         ids = np.empty(n, dtype=np.int64)
         if classifier and np.min(np.bincount((y > 0).astype(int), minlength=2)) >= t:
-            splitter = StratifiedKFold(t, shuffle=True, random_state=random_state)
+            # class 0 is the class of the first sample (scikit-learn's encoding)
+            encoded = ((y > 0) != (y[0] > 0)).astype(np.intp)
+            dealt = np.arange(n) % t  # the fold of each position of the sorted classes
+            size0 = n - int(np.count_nonzero(encoded))
+            for k, positions in enumerate((dealt[:size0], dealt[size0:])):
+                folds_of_class = np.repeat(np.arange(t), np.bincount(positions, minlength=t))
+                shuffle(folds_of_class)
+                ids[encoded == k] = folds_of_class
         else:
-            splitter = KFold(t, shuffle=True, random_state=random_state)
-        for i, (_, test) in enumerate(splitter.split(np.zeros(n), y)):
-            ids[test] = i
+            order = np.arange(n)
+            shuffle(order)
+            sizes = np.full(t, n // t)
+            sizes[:n % t] += 1
+            ids[order] = np.repeat(np.arange(t), sizes)
     else:
         raw = np.asarray(folds)
         if raw.ndim != 1 or raw.shape[0] != n:
@@ -153,3 +180,18 @@ def make_folds(y, folds, classifier: bool, random_state=None) -> np.ndarray:
                     f"fold {i}: its training part has only one class; use fewer folds or "
                     "stratified fold ids")
     return ids
+
+
+def _shuffler(random_state):
+    """The in-place ``shuffle`` that ``random_state`` stands for (scikit-learn's
+    ``check_random_state`` conventions, plus numpy Generators)."""
+    if random_state is None:
+        return np.random.shuffle  # numpy's global RandomState
+    if isinstance(random_state, np.random.RandomState | np.random.Generator):
+        return random_state.shuffle
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool) \
+            and 0 <= random_state < 2**32:
+        return np.random.RandomState(int(random_state)).shuffle
+    raise KernelCVError(
+        "random_state must be None, an integer in [0, 2**32), a numpy.random.RandomState "
+        f"or a numpy.random.Generator, got {random_state!r}")
