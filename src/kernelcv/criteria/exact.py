@@ -11,7 +11,9 @@ warm-started from the full-data solution: for the square loss rescaled to the fo
 solves it anyway), for the other losses from the order-inf Newton step of
 :func:`kernelcv.criteria.bif.fold_out_starts` (one shared factorisation for all folds),
 which about halves the Newton iterations of the Huber SVM's refits (digits, n = 898:
-244 -> 124 iterations for ten folds).
+244 -> 124 iterations for ten folds). Refits that start from LIBSVM's solution instead
+(``svm``/``svr`` from :data:`kernelcv.machines.libsvm_start.LIBSVM_START_MIN_ROWS` rows,
+2-4 Newton iterations each) skip that step.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ def refit_predictions(K, y, fold_ids, lam, machine, full_fit=None):
     predictions = np.empty(n)
     n_iter = 0
     starts = None
-    if full_fit is not None and not isinstance(machine.loss, SquareLoss):
+    sizes = np.bincount(fold_ids)
+    if (full_fit is not None and not isinstance(machine.loss, SquareLoss)
+            and not machine.starts_from_libsvm(int(n - sizes.max()))):
         starts = fold_out_starts(K, y, fold_ids, lam, machine, full_fit)
     for i in range(int(fold_ids.max()) + 1):
         test = fold_ids == i

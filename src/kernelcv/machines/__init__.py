@@ -68,6 +68,14 @@ class Machine:
             out["epsilon"] = self.loss.epsilon
         return out
 
+    def starts_from_libsvm(self, n_samples: int, start: str = "auto") -> bool:
+        """Whether :meth:`fit` with this ``start`` begins at LIBSVM's solution for a
+        training set of ``n_samples`` rows (then a caller's warm start is not used)."""
+        if start not in ("auto", "given", "libsvm"):
+            raise KernelCVError(f"start must be 'auto', 'given' or 'libsvm', got {start!r}")
+        return supports_libsvm_start(self.loss) and (
+            start == "libsvm" or (start == "auto" and n_samples >= LIBSVM_START_MIN_ROWS))
+
     def fit(self, K, y, lam, alpha0=None, intercept0=0.0, start="auto",
             **kwargs) -> FitResult:
         """Fit on the Gram matrix ``K`` (see :func:`fit_kernel_machine`).
@@ -79,11 +87,7 @@ class Machine:
         ``"libsvm"`` from :data:`LIBSVM_START_MIN_ROWS` rows, else ``"given"``. The
         optimum is the same from every start; only the cost differs.
         """
-        if start not in ("auto", "given", "libsvm"):
-            raise KernelCVError(f"start must be 'auto', 'given' or 'libsvm', got {start!r}")
-        use_libsvm = supports_libsvm_start(self.loss) and (
-            start == "libsvm" or (start == "auto" and K.shape[0] >= LIBSVM_START_MIN_ROWS))
-        if use_libsvm:
+        if self.starts_from_libsvm(K.shape[0], start):
             found = libsvm_start(K, y, lam, self.loss, self.fit_intercept)
             if found is not None:
                 alpha0, intercept0 = found
