@@ -400,7 +400,7 @@ def test_prediction_in_blocks_matches_one_block(cls, monkeypatch):
     method = "decision_function" if hasattr(est, "decision_function") else "predict"
     whole = getattr(est, method)(X)
     # Blocks of 7 rows (7 * 150 entries each), the last one shorter.
-    monkeypatch.setattr("kernelcv.estimators._base._BLOCK_ENTRIES", 7 * 150 + 3)
+    monkeypatch.setattr("kernelcv.machines.model.BLOCK_ENTRIES", 7 * 150 + 3)
     np.testing.assert_allclose(getattr(est, method)(X), whole, rtol=0, atol=1e-12)
 
 

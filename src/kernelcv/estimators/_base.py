@@ -7,21 +7,17 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils import gen_batches
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._threads import separate_blas_pools
 from ..kernels import KERNELS, Kernel
 from ..machines import make_machine
+from ..machines.model import decision_values, fit_gram
 
 # ---------------------------------------------------------------------------------------
 # Private helpers and base classes
 # ---------------------------------------------------------------------------------------
-
-# Test-time kernel blocks hold at most this many entries (128 MiB of float64).
-_BLOCK_ENTRIES = 2**24
 
 _POSITIVE_FINITE = Interval(Real, 0, np.inf, closed="neither")
 
@@ -97,19 +93,14 @@ class _KernelMachine(BaseEstimator):
 
     def _fit_one(self, K, y):
         machine = make_machine(self._machine_name, **self._machine_options())
-        with separate_blas_pools():
-            return machine.fit(K, y, float(self.lam), tol=float(self.tol),
-                               max_iter=int(self.max_iter))
+        return fit_gram(machine, K, y, self.lam, self.tol, self.max_iter)
 
     def _decision(self, X) -> np.ndarray:
         """``k(X, X_fit_) @ dual_coef_.T + intercept_``, a block of rows at a time."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        kernel, coef = self._kernel(), self.dual_coef_.T
-        rows = max(1, _BLOCK_ENTRIES // self.X_fit_.shape[0])
-        blocks = [kernel(X[batch], self.X_fit_, memory_budget=self.memory_budget) @ coef
-                  for batch in gen_batches(X.shape[0], rows)]
-        return np.concatenate(blocks) + self.intercept_
+        return decision_values(self._kernel(), X, self.X_fit_, self.dual_coef_.T,
+                               self.intercept_, self.memory_budget)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

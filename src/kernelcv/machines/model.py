@@ -1,0 +1,108 @@
+"""A machine fitted on data and its predictions, without scikit-learn.
+
+:func:`fit_gram` (one fit on a Gram matrix, BLAS pools kept apart) and
+:func:`decision_values` (``k(X, X_fit) @ coef + intercept``, a block of rows at a time)
+are the two steps every kernelcv estimator performs; the estimators
+(:mod:`kernelcv.estimators`) wrap them with scikit-learn's parameter and input checks.
+:class:`KernelModel` is the same fit and prediction for one binary classifier or
+regressor at a known kernel and lam: ``kernelcv select --test`` and the final kernel fit of
+a random-feature search use it, so those paths never import scikit-learn for it (a kernel
+estimator and a KernelModel with the same settings give the same numbers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._threads import separate_blas_pools
+from ..exceptions import KernelCVError
+from ..kernels import Kernel
+from . import Machine
+from .solver import FitResult
+
+# Test-time kernel blocks hold at most this many entries (128 MiB of float64).
+BLOCK_ENTRIES = 2**24
+
+
+def fit_gram(machine: Machine, K, y, lam, tol=1e-10, max_iter=100) -> FitResult:
+    """``machine.fit`` on the Gram matrix ``K`` with separate BLAS pools (see
+    :func:`kernelcv._threads.separate_blas_pools`)."""
+    with separate_blas_pools():
+        return machine.fit(K, y, float(lam), tol=float(tol), max_iter=int(max_iter))
+
+
+def decision_values(kernel: Kernel, X, X_fit, coef, intercept=0.0, memory_budget=None):
+    """``k(X, X_fit) @ coef + intercept``, computed :data:`BLOCK_ENTRIES` kernel entries
+    at a time so memory stays O(BLOCK_ENTRIES) whatever the size of ``X``.
+
+    ``coef`` is ``(n_fit,)`` or ``(n_fit, k)`` (one column per machine); cost O(m n_fit d).
+    """
+    rows = max(1, BLOCK_ENTRIES // max(X_fit.shape[0], 1))
+    blocks = [kernel(X[start:start + rows], X_fit, memory_budget=memory_budget) @ coef
+              for start in range(0, X.shape[0], rows)]
+    if not blocks:
+        return np.zeros((0, *np.shape(coef)[1:])) + intercept
+    return np.concatenate(blocks) + intercept
+
+
+class KernelModel:
+    """One kernel machine fitted on ``(X, y)``: a binary classifier or a regressor.
+
+    Parameters
+    ----------
+    machine : :class:`kernelcv.machines.Machine` (its loss, task and intercept setting)
+    kernel : :class:`kernelcv.kernels.Kernel`
+    lam : float > 0
+    tol, max_iter : Newton solver settings (the estimators' defaults).
+    memory_budget : see :mod:`kernelcv.memory`.
+
+    Attributes (after :meth:`fit`)
+    -------------------------------
+    classes_ : the two labels of a classifier (``classes_[1]`` is the +1 class).
+    X_fit_, dual_coef_, intercept_, n_iter_ : as the kernelcv estimators.
+
+    Notes
+    -----
+    Cost: O(n^2 d) for the Gram matrix, O(n^3) to fit, O(n d) per predicted point.
+    """
+
+    def __init__(self, machine: Machine, kernel: Kernel, lam, tol=1e-10, max_iter=100,
+                 memory_budget=None):
+        self.machine = machine
+        self.kernel = kernel
+        self.lam = lam
+        self.tol = tol
+        self.max_iter = max_iter
+        self.memory_budget = memory_budget
+
+    def fit(self, X, y):
+        """Fit on float64 ``X`` (array or CSR) and labels (two classes) or targets."""
+        y = np.asarray(y)
+        if self.machine.is_classifier:
+            classes, index = np.unique(y, return_inverse=True)
+            if classes.size != 2:
+                raise KernelCVError(f"a {self.machine.name} model needs two classes, got "
+                                    f"{classes.size}")
+            self.classes_ = classes
+            target = np.where(index == 1, 1.0, -1.0)
+        else:
+            target = y.astype(np.float64)
+        self.X_fit_ = X.copy()  # predictions must not change if the caller edits X
+        K = self.kernel(self.X_fit_, memory_budget=self.memory_budget)
+        result = fit_gram(self.machine, K, target, self.lam, self.tol, self.max_iter)
+        self.dual_coef_ = result.alpha
+        self.intercept_ = float(result.intercept)
+        self.n_iter_ = int(result.n_iter)
+        return self
+
+    def decision_function(self, X):
+        """``f(x) = sum_j dual_coef_[j] k(x, X_fit_[j]) + intercept_``."""
+        return decision_values(self.kernel, X, self.X_fit_, self.dual_coef_,
+                               self.intercept_, self.memory_budget)
+
+    def predict(self, X):
+        """Labels (the sign of ``f``) for a classifier, ``f(x)`` for a regressor."""
+        decision = self.decision_function(X)
+        if self.machine.is_classifier:
+            return self.classes_[(decision > 0).astype(np.intp)]
+        return decision
