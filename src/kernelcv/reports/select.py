@@ -17,10 +17,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..datasets import load_data, load_train_test, read_fold_ids
-from ..estimators import ESTIMATORS
 from ..exceptions import KernelCVError
-from ..kernels import GramFactory
-from ..machines import INTERCEPT_MACHINES, make_machine
+from ..kernels import GramFactory, Kernel
+from ..machines import make_machine
+from ..machines.model import KernelModel
 from ..plotting import cv_curve_figure, figure_class, heatmap_figure
 from ..selection.backends import run_tasks
 from ..selection.final import check_final_kernel, fit_final
@@ -156,8 +156,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                                "--test no final model was fit")
     if test is not None and method == "rff":
         final_tic = time.perf_counter()
-        model, kind, notes = fit_final(X, y, result, final, memory_budget,
-                                       estimator=_final_estimator(result, memory_budget))
+        model, kind, notes = fit_final(X, y, result, final, memory_budget)
         report["timings"]["final_seconds"] = time.perf_counter() - final_tic
         report["final_model"] = kind
         report["notes"].extend(notes)
@@ -167,9 +166,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         report["timings"]["test_seconds"] = time.perf_counter() - test_tic
     elif test is not None:
         test_tic = time.perf_counter()
-        report["test_error"] = _test_error(result, X, y, X_test, y_test, machine,
-                                           huber_width, svr_epsilon, fit_intercept,
-                                           memory_budget)
+        report["test_error"] = _test_error(result, X, y, X_test, y_test, memory_budget)
         report["timings"]["test_seconds"] = time.perf_counter() - test_tic
 
     outputs: dict[str, bytes] = {}
@@ -239,39 +236,19 @@ def _check_test_data(X_test, y_test, X, y, machine, huber_width, svr_epsilon,
     return y_test
 
 
-def _test_error(result, X, y, X_test, y_test, machine, huber_width, svr_epsilon,
-                fit_intercept, memory_budget):
-    """Refit the best candidate on all training data with its estimator; its test error."""
-    spec = make_machine(machine, huber_width=huber_width, epsilon=svr_epsilon,
-                        fit_intercept=fit_intercept)
-    options = {}
-    if machine in ("svm", "svr"):
-        options["huber_width"] = huber_width
-    if machine == "svr":
-        options["epsilon"] = svr_epsilon
-    if machine in INTERCEPT_MACHINES:
-        options["fit_intercept"] = spec.fit_intercept
-    params = {k: v for k, v in result.best_params.items() if k != "kernel"}
-    estimator = ESTIMATORS[machine](kernel=result.best["kernel"], memory_budget=memory_budget,
-                                    **params, **options)
-    estimator.fit(X, y)
-    if spec.is_classifier:
-        return float(np.mean(estimator.predict(X_test) != np.asarray(y_test)))
-    return float(np.mean((estimator.predict(X_test) - np.asarray(y_test, float)) ** 2))
+def _test_error(result, X, y, X_test, y_test, memory_budget):
+    """Refit the best candidate on all training data; its test error.
 
-
-def _final_estimator(result, memory_budget):
-    """The kernelcv estimator a kernel final fit clones (svm uses SVC: None).
-
-    It carries the search machine's intercept setting, so the final kernel machine is the
-    machine that was searched.
+    The refit is a :class:`~kernelcv.machines.model.KernelModel` of the searched machine:
+    the fit and prediction of the kernelcv estimator (e.g. ``L2SVMClassifier``) with the
+    same settings, without importing scikit-learn.
     """
-    machine = result.machine
-    if machine == "svm":
-        return None
-    options = ({"fit_intercept": result.machine_spec.fit_intercept}
-               if machine in INTERCEPT_MACHINES else {})
-    return ESTIMATORS[machine](memory_budget=memory_budget, **options)
+    best = result.best_params
+    kernel = Kernel(name=best["kernel"], gamma=float(best.get("gamma", 1.0)),
+                    degree=int(best.get("degree", 3)), coef0=float(best.get("coef0", 1.0)))
+    model = KernelModel(result.machine_spec, kernel, best["lam"],
+                        memory_budget=memory_budget).fit(X, y)
+    return _prediction_error(model.predict(X_test), y_test, result.metric)
 
 
 def _prediction_error(predicted, y_test, metric):

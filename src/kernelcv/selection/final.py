@@ -1,21 +1,23 @@
 """The final model of a random-feature search: the exact kernel machine or the linear one.
 
 After a feature-space search (``method="rff"``) the chosen (gamma, lam) is fit once on all
-the training data, either as the exact kernel machine (LIBSVM's SVC for svm, the given
-kernelcv estimator otherwise) or, for very large n, as the linear machine in feature space.
-The estimator is passed in by the caller (the estimators layer owns the registry), so this
-module imports nothing above :mod:`kernelcv.selection`.
+the training data, either as the exact kernel machine (LIBSVM's SVC for svm; for the other
+machines a clone of the kernelcv estimator the caller passes, or else the same fit as a
+:class:`kernelcv.machines.model.KernelModel`) or, for very large n, as the linear machine
+in feature space. scikit-learn (SVC, ``clone``) is imported only by the branches that use
+it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import clone
 
 from ..criteria.random_features import fit_linear
 from ..exceptions import KernelCVError
 from ..features import LinearFeatureModel
+from ..kernels import Kernel
+from ..machines.model import KernelModel
 from ..memory import check_dense_budget
 from ..validation import check_data
 
@@ -96,9 +98,10 @@ def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimat
     """The final model of a feature-space search at the chosen (gamma, lam).
 
     ``final="kernel"``: the exact kernel machine -- scikit-learn's ``SVC(C = 1/(2 n lam),
-    gamma)`` (LIBSVM, hinge loss with intercept) for ``svm``, the kernelcv estimator
-    (``L2SVMClassifier``, ``KernelRidgeRegressor``, ``LSSVMClassifier``, with the search's
-    options: a clone of ``estimator``, required for these) for ``l2svm``/``krr``/``lssvm``.
+    gamma)`` (LIBSVM, hinge loss with intercept) for ``svm``; for ``l2svm``/``krr``/``lssvm``
+    a clone of ``estimator`` (a kernelcv estimator, e.g. ``L2SVMClassifier``, carrying the
+    search's options) or, without one, a :class:`~kernelcv.machines.model.KernelModel` of
+    the searched machine (``result.machine_spec``: the same fit, no scikit-learn).
     ``"linear"``: the linear model in feature space
     (:class:`kernelcv.features.LinearFeatureModel`), O(n D) memory, with the search's
     intercept setting. ``"auto"``: kernel up to :data:`FINAL_KERNEL_LIMIT` samples when
@@ -150,8 +153,11 @@ def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimat
         svc.fit(_to_dense(X) if dense else _to_csr32(X), y)
         return ChunkedSVC(svc, dense), "kernel", notes
     if estimator is None:
-        raise KernelCVError(f"the final exact {machine} fit needs the kernelcv estimator "
-                            "to clone (estimator=...)")
+        model = KernelModel(result.machine_spec, Kernel("rbf", gamma=gamma), lam,
+                            memory_budget=memory_budget)
+        return model.fit(X, y), "kernel", notes
+    from sklearn.base import clone
+
     model = clone(estimator).set_params(kernel="rbf", gamma=gamma, lam=lam)
     if model.memory_budget is None:
         model.set_params(memory_budget=memory_budget)
