@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import load_svmlight_file, load_svmlight_files
 
-import kernelcv.datasets as datasets
+import kernelcv.svmlight as svmlight
 from kernelcv.datasets import load_data, load_train_test
 from kernelcv.exceptions import KernelCVError
 
@@ -135,13 +135,13 @@ def test_chunk_boundaries_do_not_matter(monkeypatch_chunks, case, chunk):
 @pytest.fixture(scope="module")
 def monkeypatch_chunks():
     """Set the parser's chunk size (module scope, so hypothesis may use it)."""
-    original = datasets._SVM_CHUNK_BYTES
+    original = svmlight._SVM_CHUNK_BYTES
 
     def set_chunk(size):
-        datasets._SVM_CHUNK_BYTES = size
+        svmlight._SVM_CHUNK_BYTES = size
 
     yield set_chunk
-    datasets._SVM_CHUNK_BYTES = original
+    svmlight._SVM_CHUNK_BYTES = original
 
 
 CORRUPTIONS = {
