@@ -35,16 +35,34 @@ factorisation and inverse of the full active system (Schur complement,
 :class:`FoldOutSolver`), else one Cholesky factorisation per fold. Its held-out values
 are formed directly from the step's coefficients, not as ``F + Delta``, so they keep
 their relative precision for narrow kernels (where finite orders are rounding noise).
+
+Extra points (``extra=(K_extra, extra_fold_ids)``, m points off the sample, e.g. the other
+classes of a one-vs-one pair): every term is a function in the span of the kernel
+sections, ``T_s(x) = (k(x)' c_s - k_A(x)' Y_s + beta_s) / (2 lam)`` where ``Z_s = K c_s``
+is the right-hand side and ``Y_s``, ``beta_s`` the active solve of ``L^-1`` (``c_1 =
+-eps_i d_i * g``, ``c_{s+1} = -eps_i d_i * h * T_s`` on A). So an extra point of fold i gets
+``f(x_e) + sum_s T_s(x_e)`` with ``f(x_e) = K_extra[e] alpha + b``, the rows of
+``K_extra`` in place of those of K and the same ``Y_s``, ``beta_s``: ``O(m n)`` for the
+first term and ``O(m |A|)`` per further order (only the column of the point's own fold).
+Order ``"inf"`` evaluates the step's fold-out coefficients there,
+``b + (beta_i - K_extra[e] w_i) / (2 lam)`` (``O(m n)``). Id -1 (no fold holds the
+point out) gives the full fit's value ``f(x_e)``.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
-from scipy.linalg import lapack
 
 from ..machines.solver import Factorisation, cholesky_with_jitter
+from .fold_out import (  # re-exported: kernelcv.criteria.bif is their historical home
+    SHARED_FACTORISATION_MIN_ACTIVE,
+    FoldOutSolver,
+    shared_factorisation_pays,
+)
+
+__all__ = ["SHARED_FACTORISATION_MIN_ACTIVE", "FoldOutSolver", "bif_predictions",
+           "fold_out_starts", "newton_step_weights", "shared_factorisation_pays"]
 
 
 def _active_factor(K, h, lam, n, fit_factor, active):
@@ -69,7 +87,7 @@ def _kernel_times_dg(K, g, fold_ids, sizes):
 
 
 def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_order=200,
-                    atol=None):
+                    atol=None, extra=None):
     """Held-out decision values from the full-data fit and the BIF correction.
 
     Parameters
@@ -85,11 +103,18 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
         ``m_s rho / (1 - rho)`` is at most ``atol``, where ``m_s`` is the largest held-out
         term of order s and ``rho = m_s / m_{s-1}`` the observed rate (a geometric tail;
         the series is a Neumann series, so its terms shrink geometrically in the end).
+    extra : None or ``(K_extra, extra_fold_ids)``
+        (m, n) kernel values between m extra points and the sample, and (m,) ids in
+        ``-1..t-1`` (trusted). The extra points of fold i get the same approximation of
+        the model fitted without fold i as the fold's own members (same order; the stopping
+        rule of ``"auto"`` looks at the sample only); id -1 gets the full fit.
+        Cost: ``O(m n)`` plus ``O(m |A|)`` per order.
 
     Returns
     -------
     predictions : (n,) approximate ``f_{-S(j)}(x_j)``.
     order_used : int or ``"inf"``.
+    extra_predictions : (m,) the extra points' values; returned only when ``extra`` is given.
     """
     n = y.shape[0]
     F = fit.decision
@@ -100,9 +125,23 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     eps = -sizes / (n - sizes)
     member = fold_ids[:, None] == np.arange(t)[None, :]
     D = np.where(member, 1.0 / sizes[None, :], 0.0) - 1.0 / n
+    rows_e = None if extra is None else _ExtraRows(extra, fit, active)
+
+    def finish(predictions, order_used, extra_terms=None):
+        if rows_e is None:
+            return predictions, order_used
+        return predictions, order_used, rows_e.values(extra_terms)
+
+    def newton():
+        weights, betas = newton_step_weights(K, g, h, lam, n, fold_ids, eps, sizes,
+                                             machine.fit_intercept)
+        predictions = _fold_out_predictions(K, weights, betas, fold_ids, fit.intercept, lam)
+        if rows_e is None:
+            return predictions, "inf"
+        return predictions, "inf", rows_e.fold_out_values(weights, betas, lam)
+
     if order == "inf":
-        return _newton_step(K, g, h, lam, n, fold_ids, eps, sizes, machine.fit_intercept,
-                            fit.intercept), "inf"
+        return newton()
 
     if active.size == 0:
         # No point in a quadratic piece: L = 2 lam I, so the series stops after T_1.
@@ -112,23 +151,31 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     K_active = K[:, active]  # one copy, reused by every order
 
     def solve_L(Z, c):
-        """``X = L^-1 Z`` column-wise; with an intercept also ``(1/n) 1' H X = c``."""
+        """``X = L^-1 Z`` column-wise; with an intercept also ``(1/n) 1' H X = c``.
+
+        Also returns the active solve ``Y`` and the border ``beta`` (``X = (Z + beta -
+        K_A Y) / (2 lam)``; None and 0 without active points) for the extra points.
+        """
         if factor is None:
-            return Z / (2 * lam)
+            return Z / (2 * lam), None, 0.0
         Z_A = Z[active]
         Y = factor.solve(Z_A)
         if machine.fit_intercept:
             ones = factor.solve(np.ones(active.size))
             beta = (c - Y.sum(axis=0)) / ones.sum()
             Y = Y + ones[:, None] * beta[None, :]
-            return (Z + beta[None, :] - K_active @ Y) / (2 * lam)
-        return (Z - K_active @ Y) / (2 * lam)
+            return (Z + beta[None, :] - K_active @ Y) / (2 * lam), Y, beta
+        return (Z - K_active @ Y) / (2 * lam), Y, 0.0
 
     rows = np.arange(n)
     scale = max(float(np.max(np.abs(F))), np.finfo(float).tiny)
     dg_sum = (D * g[:, None]).sum(axis=0)
-    T = solve_L(-_kernel_times_dg(K, g, fold_ids, sizes) * eps[None, :], -eps * dg_sum)
+    T, Y, beta = solve_L(-_kernel_times_dg(K, g, fold_ids, sizes) * eps[None, :],
+                         -eps * dg_sum)
     total = T[rows, fold_ids].copy()
+    total_e = None
+    if rows_e is not None:
+        total_e = rows_e.term(D * g[:, None], None, eps, Y, beta, lam)
     s = 1
     limit = max_order if order == "auto" else int(order)
     previous_size = np.inf
@@ -146,18 +193,63 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     while s < limit:
         size = float(np.max(np.abs(T[rows, fold_ids])))
         if order == "auto" and converged(size):
-            return F + total, s
+            return finish(F + total, s, total_e)
         previous_size = size
         dhT = D[active] * (h[active, None] * T[active])
-        T = solve_L(-(K_active @ dhT) * eps[None, :], -eps * dhT.sum(axis=0))
+        T, Y, beta = solve_L(-(K_active @ dhT) * eps[None, :], -eps * dhT.sum(axis=0))
         total += T[rows, fold_ids]
+        if rows_e is not None:
+            total_e += rows_e.term(dhT, active, eps, Y, beta, lam)
         s += 1
     if order == "auto":
         if converged(float(np.max(np.abs(T[rows, fold_ids])))):
-            return F + total, s
-        return _newton_step(K, g, h, lam, n, fold_ids, eps, sizes, machine.fit_intercept,
-                            fit.intercept), "inf"
-    return F + total, s
+            return finish(F + total, s, total_e)
+        return newton()
+    return finish(F + total, s, total_e)
+
+
+class _ExtraRows:
+    """The extra points of :func:`bif_predictions`, grouped by the fold that holds them out.
+
+    ``full`` holds the full fit's values ``K_extra alpha + b`` (O(m n)); ``groups`` the
+    positions of each fold's extra points, whose kernel rows each term multiplies.
+    """
+
+    def __init__(self, extra, fit, active):
+        K_extra, ids = extra
+        self.K = K_extra
+        self.ids = ids
+        self.active = active
+        self.intercept = fit.intercept
+        self.full = K_extra @ fit.alpha + fit.intercept
+        self.groups = [(int(i), np.flatnonzero(ids == i)) for i in np.unique(ids[ids >= 0])]
+
+    def term(self, coef, cols, eps, Y, beta, lam):
+        """One series term at the extra points (0 for id -1), mirroring ``solve_L``.
+
+        For the kernel rows ``K_i`` of fold i's extra points the right-hand side is
+        ``Z = -eps_i K_i[:, cols] coef[:, i]`` (``cols`` None: all columns) and the term
+        ``(Z + beta_i - K_iA Y_i) / (2 lam)``.
+        """
+        out = np.zeros(self.ids.shape[0])
+        for i, at in self.groups:
+            K_i = self.K[at]
+            Z = -((K_i if cols is None else K_i[:, cols]) @ coef[:, i]) * eps[i]
+            if Y is not None:
+                Z = Z + (beta[i] if np.ndim(beta) else 0.0) - K_i[:, self.active] @ Y[:, i]
+            out[at] = Z / (2 * lam)
+        return out
+
+    def values(self, terms):
+        """``f(x_e) + sum_s T_s(x_e)``."""
+        return self.full + terms
+
+    def fold_out_values(self, weights, betas, lam):
+        """Order inf: ``b + (beta_i - K_extra[e] w_i) / (2 lam)``; id -1: the full fit."""
+        out = self.full.copy()
+        for i, at in self.groups:
+            out[at] = self.intercept + (betas[i] - self.K[at] @ weights[:, i]) / (2 * lam)
+        return out
 
 
 def fold_out_starts(K, y, fold_ids, lam, machine, fit):
@@ -260,113 +352,6 @@ def _fold_out_predictions(K, weights, betas, fold_ids, b, lam):
     n = fold_ids.shape[0]
     sums = (K @ weights)[np.arange(n), fold_ids]
     return b + (betas[fold_ids] - sums) / (2 * lam)
-
-
-# Below this many active points the per-fold factorisations are cheaper than the Python
-# bookkeeping of the shared one (measured: equal at about 100 on the development machine).
-SHARED_FACTORISATION_MIN_ACTIVE = 100
-
-
-def shared_factorisation_pays(n_active, retained_active) -> bool:
-    """Whether one shared factorisation beats one Cholesky per fold (flop count).
-
-    Per fold: ``sum_i |A_i|^3 / 3``; shared: ``|A|^3`` (Cholesky ``|A|^3 / 3`` and inverse
-    ``2 |A|^3 / 3``). At t = 10 folds the ratio is 2.4; at t = 5 (0.85) and t = 2 (0.08)
-    the per-fold solves are cheaper and are kept.
-    """
-    if n_active < SHARED_FACTORISATION_MIN_ACTIVE:
-        return False
-    per_fold = float(np.sum(np.asarray(retained_active, dtype=np.float64) ** 3)) / 3.0
-    return per_fold > 1.2 * float(n_active) ** 3
-
-
-class FoldOutSolver:
-    """Solves of every fold-out active system from one factorisation of the full one.
-
-    For fold i with active rows S (retained R = A minus S) and retained size ``n_i`` the
-    system is ``B_i = K_RR + n_i D_R``. With ``G = (K_AA + m D)^-1`` for one reference
-    size m (the most common ``n_i``)::
-
-        (K_RR + m D_R)^-1 v = G_RR v - G_RS G_SS^-1 G_SR v        (Schur complement)
-
-    and a fold of another size (``n_i = m + delta``, stratified folds differ by one
-    sample) iterates ``x <- (K_RR + m D_R)^-1 (v - delta D_R x)``, a contraction of rate
-    at most ``|delta| / m`` because ``K_RR + m D_R >= m D_R``: seven iterations reach
-    rounding level at ``m = 900``. Cost: ``|A|^3 / 3`` (Cholesky) + ``2 |A|^3 / 3``
-    (inverse) once, then per right-hand side and fold ``O(|A|^2)`` (one matrix product
-    with G for all folds at once) plus ``O(|A| |S|)`` for the Schur correction, whose
-    matrix ``G_{:,S} G_SS^-1`` is formed once per fold (``O(|A| |S|^2)``).
-
-    ``G`` is None when the reference system needed jitter to factor; the caller then
-    solves each fold directly.
-    """
-
-    def __init__(self, K, active, diag, fold_of_active, retained_sizes):
-        self.diag = diag
-        self.fold_of_active = fold_of_active
-        t = retained_sizes.shape[0]
-        values, counts = np.unique(retained_sizes, return_counts=True)
-        self.reference = float(values[np.argmax(counts)])
-        self.delta = retained_sizes - self.reference
-        M = K[np.ix_(active, active)]
-        M[np.diag_indices_from(M)] += self.reference * diag
-        cho, jitter = cholesky_with_jitter(M)
-        if jitter > 0 or np.max(np.abs(self.delta)) > 0.5 * self.reference:
-            self.G = None
-            return
-        G, info = lapack.dpotri(cho[0], lower=1, overwrite_c=1)
-        if info != 0:
-            self.G = None
-            return
-        G = np.tril(G)  # dpotri fills the lower triangle only
-        G += G.T
-        G[np.diag_indices_from(G)] *= 0.5
-        self.G = G
-        self._held = [np.flatnonzero(fold_of_active == i) for i in range(t)]
-        # Per fold the (|A|, |S|) matrix G_{:,S} G_SS^-1 of its Schur correction.
-        self._corrections = [
-            sla.cho_solve(sla.cho_factor(G[np.ix_(s, s)], lower=True, check_finite=False),
-                          G[s], check_finite=False).T if s.size else None
-            for s in self._held]
-
-    def retained(self, i):
-        """Positions within the active set of fold i's retained active points."""
-        return np.flatnonzero(self.fold_of_active != i)
-
-    def _apply_reference(self, V, folds):
-        """Column c of V (zero on its fold's rows) -> ``(K_RR + m D_R)^-1 V_R``, zero on S.
-
-        ``folds[c]`` is the fold of column c. One product ``G V`` for all columns, then
-        per column ``U_R - G_RS (G_SS^-1 U_S)``.
-        """
-        U = self.G @ V
-        for c, i in enumerate(folds):
-            held = self._held[i]
-            if held.size:
-                U[:, c] -= self._corrections[i] @ U[held, c]
-                U[held, c] = 0.0
-        return U
-
-    def solve(self, V, folds):
-        """``B_i^-1`` applied to each column of the (|A|, k) matrix V, i = ``folds[c]``.
-
-        The rows of a column's own fold are ignored; the solutions come back in the same
-        layout, zero there. Columns of folds of another size than the reference take
-        ``k`` fixed-point iterations, with ``k`` the smallest integer for which the
-        contraction bound ``(|delta| / m)^k`` is below the double-precision unit
-        roundoff (7 iterations for ``|delta| = 1, m = 800``).
-        """
-        folds = np.asarray(folds)
-        V = np.where(self.fold_of_active[:, None] == folds[None, :], 0.0, V)
-        X = self._apply_reference(V, folds)
-        odd = np.flatnonzero(self.delta[folds] != 0)
-        if odd.size:
-            rate = float(np.max(np.abs(self.delta))) / self.reference
-            iterations = int(np.ceil(np.log(2.0**-53) / np.log(rate))) + 1
-            shift = self.delta[folds[odd]][None, :] * self.diag[:, None]
-            for _ in range(iterations):
-                X[:, odd] = self._apply_reference(V[:, odd] - shift * X[:, odd], folds[odd])
-        return X
 
 
 def _newton_step_per_fold(K, g, h, lam, n, fold_ids, sizes, fit_intercept, Z):

@@ -23,6 +23,14 @@ Cost: ``eigh`` once, ``O(n^3)`` (about 10 Cholesky factorisations); then per lam
 ``O(n^2 (t + n / t))`` for t folds. Leave-one-out uses ``P = K_off Q`` (one more
 ``O(n^3)`` product, ``K_off`` = K without its diagonal) and then ``O(n^2)`` per lam.
 Memory: three n x n matrices (K, Q and P for leave-one-out).
+
+Extra points (``predictions(y, lam, extra=(K_extra, extra_fold_ids))``): a point e of fold
+S is predicted by the same fold-out model, ``K_extra[e, -S] alpha'_{-S} + b'`` (``O(n)``
+per point, the coefficients are formed anyway); id -1 by the full fit. Leave-one-out, which
+never forms fold-out coefficients, forms them for the folds J that hold extra points:
+``alpha'_{-i} = a_{-i} - C_{-i,i} a_i / C_ii`` (bordered ``C``, ``a`` with an intercept,
+whose fold-out intercept is ``b - u_i a_i / (c C_ii)``), from the columns
+``C_{:,J} = Q diag(w) Q_J'``: ``O(n^2 |J|)`` more per lam.
 """
 
 from __future__ import annotations
@@ -76,12 +84,22 @@ class ClosedFormCV:
         b = a.sum() / u.sum()
         return a - u * b, float(b)
 
-    def predictions(self, y, lam):
-        """Held-out decision values ``f_{-S(j)}(x_j)`` for every sample, at this lam."""
+    def predictions(self, y, lam, extra=None):
+        """Held-out decision values ``f_{-S(j)}(x_j)`` for every sample, at this lam.
+
+        ``extra``: None or ``(K_extra, extra_fold_ids)``, (m, n) kernel values between m
+        extra points and the sample and (m,) ids in ``-1..t-1`` (trusted). When given,
+        returns ``(predictions, extra_predictions)``: each extra point predicted by the model
+        fitted without its fold, or by the full fit for id -1.
+        """
         if self.leave_one_out:
-            return self._loo_predictions(y, lam)
+            out = self._loo_predictions(y, lam)
+            if extra is None:
+                return out
+            return out, self._extra_values(y, lam, extra, self._loo_extra(y, lam, extra))
         n = self.n
         out = np.empty(n)
+        out_e = None if extra is None else np.empty(extra[1].shape[0])
         sizes = {len(f) for f in self.folds}
         for size in sizes:
             w = self._weights((n - size) * lam)
@@ -91,7 +109,7 @@ class ClosedFormCV:
                 c = u.sum()
                 b_full = a.sum() / c
                 a = a - u * b_full
-            for idx in (f for f in self.folds if len(f) == size):
+            for i, idx in ((i, f) for i, f in enumerate(self.folds) if len(f) == size):
                 Q_S = self.Q[idx]
                 # C_SS = Q_S diag(w) Q_S' as a symmetric rank-k product (upper triangle)
                 scaled = Q_S * np.sqrt(w)
@@ -113,7 +131,52 @@ class ClosedFormCV:
                 rest = np.ones(n, dtype=bool)
                 rest[idx] = False
                 out[idx] = self.K[np.ix_(idx, rest)] @ alpha[rest] + bias
-        return out
+                if extra is not None:
+                    at = extra[1] == i
+                    out_e[at] = extra[0][np.ix_(at, rest)] @ alpha[rest] + bias
+        if extra is None:
+            return out
+        return out, self._extra_values(y, lam, extra, out_e)
+
+    def _extra_values(self, y, lam, extra, out_e):
+        """Fill the extra points of id -1 with the full fit ``K_extra[e] alpha + b``."""
+        free = extra[1] < 0
+        if free.any():
+            alpha, b = self.full_fit(y, lam)
+            out_e[free] = extra[0][free] @ alpha + b
+        return out_e
+
+    def _loo_extra(self, y, lam, extra):
+        """Leave-one-out values at the extra points of ids >= 0 (see the module docstring).
+
+        Forms the fold-out coefficients of the folds J holding extra points, as columns of
+        an (n, |J|) matrix with a zero on each column's held-out point: ``O(n^2 |J|)``.
+        """
+        K_extra, ids = extra
+        out_e = np.empty(ids.shape[0])
+        held = np.flatnonzero(ids >= 0)
+        if held.size == 0:
+            return out_e
+        n = self.n
+        J, column = np.unique(ids[held], return_inverse=True)
+        cols = np.arange(J.size)
+        w = self._weights((n - 1) * lam)
+        a = self._apply_C(w, y)
+        C_J = self.Q @ (w[:, None] * self.Q[J].T)
+        bias = np.zeros(J.size)
+        if self.fit_intercept:
+            u = self._apply_C(w, np.ones(n))
+            c = u.sum()
+            b_full = a.sum() / c
+            a = a - u * b_full
+            C_J -= np.outer(u, u[J]) / c
+        ratio = a[J] / C_J[J, cols]
+        if self.fit_intercept:
+            bias = b_full - u[J] * ratio / c
+        alpha = a[:, None] - C_J * ratio[None, :]
+        alpha[J, cols] = 0.0  # the fold-out model has no coefficient on its held-out point
+        out_e[held] = np.einsum("ej,je->e", K_extra[held], alpha[:, column]) + bias[column]
+        return out_e
 
     def _loo_predictions(self, y, lam):
         """Vectorised leave-one-out: ``O(n^2)`` per lam given ``P = K_off Q``.

@@ -3,6 +3,15 @@
 Both :func:`kernelcv.cross_validate_path` and the grid-search driver go through
 :func:`evaluate_lam`, so a candidate of a search and a direct call with the same inputs give
 the same numbers. Inputs are trusted (validated by the public callers).
+
+``extra=(K_extra, extra_fold_ids)`` also returns the fold-out models' values at m points
+off the sample (one-vs-one multiclass CV predicts every other class's held-out points with
+each pair's fold-out models): the point of id i gets the criterion's approximation of the
+model fitted without fold i, exactly as that fold's own members do, and id -1 the full
+fit, ``K_extra[e] alpha + b``. Extra cost: ``O(m n)`` for the exact refits, the closed
+form's t folds and BIF order inf; ``O(m n + r m |A|)`` for BIF order r; ``O(n^2 |J|)`` for
+the closed form's leave-one-out (J the folds holding extra points). The degeneracy check
+stays about the sample.
 """
 
 from __future__ import annotations
@@ -31,7 +40,8 @@ class Evaluation:
     """Held-out predictions of one (kernel, lam) candidate and what they say.
 
     ``fit`` is the full-data fit (``None`` for closed-form, which never forms one), kept
-    for warm-starting the next lam.
+    for warm-starting the next lam. ``extra_predictions`` are the (m,) values at the extra
+    points of :func:`evaluate_lam` (``None`` without them).
     """
 
     cv_error: float
@@ -44,10 +54,11 @@ class Evaluation:
     seconds: float
     fit: object = None
     notes: list[str] = field(default_factory=list)
+    extra_predictions: np.ndarray | None = None
 
 
 def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, atol=None,
-                 closed=None, warm=None) -> Evaluation:
+                 closed=None, warm=None, extra=None) -> Evaluation:
     """Held-out predictions, CV error and degeneracy check for one lam.
 
     Parameters
@@ -60,19 +71,32 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
         (``tol`` relative to ``max|F|``; ``atol`` absolute on the estimated remainder).
     closed : :class:`ClosedFormCV` on ``(K, fold_ids)`` (required for ``closed-form``).
     warm : a previous :class:`FitResult` to warm-start the full fit from.
+    extra : None or ``(K_extra, extra_fold_ids)``
+        ``K_extra``: (m, n) kernel values ``k(x_e, x_j)`` between m extra points and the n
+        samples; ``extra_fold_ids``: (m,) integers, a fold id i in ``0..t-1`` (the point is
+        predicted by the model fitted without fold i, approximated as the criterion
+        approximates fold i's own held-out values) or -1 (held out by no fold: the full
+        fit, ``K_extra[e] alpha + b``). The values come back as
+        ``Evaluation.extra_predictions``. Without it nothing changes (same numbers, no cost).
 
     Raises
     ------
     KernelCVError
-        When the held-out predictions are not finite (lam too small for the kernel).
+        When the held-out predictions are not finite (lam too small for the kernel), or
+        ``extra`` is malformed (shapes other than (m, n) and (m,), ids outside ``-1..t-1``).
     """
     tic = time.perf_counter()
+    extra = _check_extra(extra, y.shape[0], int(fold_ids.max()) + 1)
+    extra_predictions = None
     fit = None
     fit_seconds = 0.0
     order_used = None
     notes = []
     if method == "closed-form":
-        predictions = closed.predictions(y, lam)
+        if extra is None:
+            predictions = closed.predictions(y, lam)
+        else:
+            predictions, extra_predictions = closed.predictions(y, lam, extra=extra)
         alpha, intercept = closed.full_fit(y, lam)
         curvature = 2.0 / (2.0 * lam * (y.shape[0] - int(np.bincount(fold_ids).max())))
     else:
@@ -84,10 +108,14 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
         curvature = newton_curvature(machine.loss.derivatives(y, fit.decision)[1], lam,
                                      fold_ids)
         if method == "exact":
-            predictions, _ = refit_predictions(K, y, fold_ids, lam, machine, full_fit=fit)
+            predictions, _, *rest = refit_predictions(K, y, fold_ids, lam, machine,
+                                                      full_fit=fit, extra=extra)
         else:
-            predictions, order_used = bif_predictions(K, y, fold_ids, lam, machine, fit,
-                                                      order=order, tol=tol, atol=atol)
+            predictions, order_used, *rest = bif_predictions(
+                K, y, fold_ids, lam, machine, fit, order=order, tol=tol, atol=atol,
+                extra=extra)
+        if extra is not None:
+            extra_predictions = rest[0]
             if order == "auto" and order_used == "inf":
                 notes.append("series did not reach tol within 200 terms; "
                              "used the closed-form limit (order inf)")
@@ -111,4 +139,30 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
     return Evaluation(cv_error=error, fold_errors=per_fold, predictions=predictions,
                       order_used=order_used, degenerate=degenerate, heldout_ratio=ratio,
                       fit_seconds=fit_seconds, seconds=time.perf_counter() - tic, fit=fit,
-                      notes=notes)
+                      notes=notes, extra_predictions=extra_predictions)
+
+
+def _check_extra(extra, n, t):
+    """``extra`` as ``(float (m, n) array, intp (m,) ids in -1..t-1)``, or None."""
+    if extra is None:
+        return None
+    try:
+        K_extra, ids = extra
+    except (TypeError, ValueError):
+        raise KernelCVError("extra must be None or a tuple (K_extra, extra_fold_ids)") from None
+    K_extra = np.asarray(K_extra, dtype=np.float64)
+    ids = np.asarray(ids)
+    if K_extra.ndim != 2 or K_extra.shape[1] != n:
+        raise KernelCVError(f"extra: K_extra must have shape (m, {n}) (kernel values between "
+                            f"m extra points and the {n} training points), got "
+                            f"{K_extra.shape}")
+    m = K_extra.shape[0]
+    if ids.shape != (m,):
+        raise KernelCVError(f"extra: extra_fold_ids must have shape ({m},) to match K_extra, "
+                            f"got {ids.shape}")
+    if m and not np.issubdtype(ids.dtype, np.integer):
+        raise KernelCVError(f"extra: extra_fold_ids must be integers, got dtype {ids.dtype}")
+    if m and (ids.min() < -1 or ids.max() >= t):
+        raise KernelCVError(f"extra: extra_fold_ids must lie in -1..{t - 1} (a fold id, or -1 "
+                            f"for no fold), got values in {ids.min()}..{ids.max()}")
+    return K_extra, ids.astype(np.intp)

@@ -14,6 +14,10 @@ which about halves the Newton iterations of the Huber SVM's refits (digits, n = 
 244 -> 124 iterations for ten folds). Refits that start from LIBSVM's solution instead
 (``svm``/``svr`` from :data:`kernelcv.machines.libsvm_start.LIBSVM_START_MIN_ROWS` rows,
 2-4 Newton iterations each) skip that step.
+
+Extra points (``extra=(K_extra, extra_fold_ids)``): an extra point e of fold i is predicted
+by fold i's refit, ``K_extra[e, R_i] alpha'_i + b'_i`` (``O(n)`` per point); id -1 by the
+full fit (fitted here when ``full_fit`` is not given), ``K_extra[e] alpha + b``.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from ..machines.losses import SquareLoss
 from .bif import fold_out_starts
 
 
-def refit_predictions(K, y, fold_ids, lam, machine, full_fit=None):
+def refit_predictions(K, y, fold_ids, lam, machine, full_fit=None, extra=None):
     """Held-out decision values of the t refitted models.
 
     Parameters
@@ -32,17 +36,22 @@ def refit_predictions(K, y, fold_ids, lam, machine, full_fit=None):
     K : (n, n) Gram matrix; y : (n,) targets; fold_ids : (n,) ids ``0..t-1``.
     lam : regularisation; machine : :class:`kernelcv.machines.Machine`.
     full_fit : optional full-data :class:`FitResult` used as warm start.
+    extra : None or ``(K_extra, extra_fold_ids)``: (m, n) kernel values between m extra
+        points and the sample and (m,) ids in ``-1..t-1`` (trusted); the points of id i are
+        predicted by fold i's refit, those of id -1 by the full fit.
 
     Returns
     -------
     predictions : (n,) ``f_{-S(j)}(x_j)``.
-    n_iter : total Newton iterations of the refits.
+    n_iter : total Newton iterations of the refits (not counting a full fit made for id -1).
+    extra_predictions : (m,) the extra points' values; returned only when ``extra`` is given.
     """
     n = y.shape[0]
     predictions = np.empty(n)
     n_iter = 0
     starts = None
     sizes = np.bincount(fold_ids)
+    extra_predictions = None if extra is None else np.empty(extra[1].shape[0])
     if (full_fit is not None and not isinstance(machine.loss, SquareLoss)
             and not machine.starts_from_libsvm(int(n - sizes.max()))):
         starts = fold_out_starts(K, y, fold_ids, lam, machine, full_fit)
@@ -60,4 +69,14 @@ def refit_predictions(K, y, fold_ids, lam, machine, full_fit=None):
         fit = machine.fit(K_train, y[train], lam, **warm)
         n_iter += fit.n_iter
         predictions[test] = K[np.ix_(test, train)] @ fit.alpha + fit.intercept
-    return predictions, n_iter
+        if extra is not None:
+            at = extra[1] == i
+            extra_predictions[at] = extra[0][np.ix_(at, train)] @ fit.alpha + fit.intercept
+    if extra is None:
+        return predictions, n_iter
+    free = extra[1] < 0
+    if free.any():
+        if full_fit is None:
+            full_fit = machine.fit(K, y, lam)
+        extra_predictions[free] = extra[0][free] @ full_fit.alpha + full_fit.intercept
+    return predictions, n_iter, extra_predictions
