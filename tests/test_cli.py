@@ -226,8 +226,9 @@ def _bad_data(tmp_path, kind, X, y):
         return _write_csv(tmp_path / "nan.csv", X, y)
     if kind == "one-class":
         return _write_csv(tmp_path / "one.csv", X, np.ones_like(y))
-    if kind == "three-classes":
-        return _write_csv(tmp_path / "three.csv", X, np.arange(len(y)) % 3)
+    if kind == "lonely-class":  # a third class with one sample: no fold can hold it out
+        labels = np.where(np.arange(len(y)) == 4, 2, np.arange(len(y)) % 2)
+        return _write_csv(tmp_path / "lonely.csv", X, labels)
     if kind == "length-mismatch":
         path = tmp_path / "mismatch.npz"
         np.savez(path, X=X, y=y[:-1])
@@ -251,7 +252,7 @@ def _bad_data(tmp_path, kind, X, y):
 @pytest.mark.parametrize(("kind", "expected"),
                          [("nan", "NaN"),
                           ("one-class", "one"),
-                          ("three-classes", "3 classes"),
+                          ("lonely-class", "lacks 1 of the 3 classes"),
                           ("length-mismatch", "mismatch.npz"),
                           ("malformed-svmlight", "bad.svm"),
                           ("truncated-gz", "cut.svm.gz"),

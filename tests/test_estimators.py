@@ -303,7 +303,7 @@ def test_binary_labels_of_any_type(cls):
 @pytest.mark.parametrize("cls", CLASSIFIERS)
 def test_multiclass_one_vs_rest_on_iris(cls):
     X, y = load_iris(return_X_y=True)
-    est = cls().fit(X, y)
+    est = cls(multiclass="ovr").fit(X, y)
     assert est.dual_coef_.shape == (3, y.size)
     assert np.shape(est.intercept_) == (3,)
     decision = est.decision_function(X)

@@ -130,9 +130,10 @@ def test_bad_input(classification):
         KernelSearchCV("svm", GRID, method="closed-form").fit(X, y)
     with pytest.raises(KernelCVError, match="> 0"):
         KernelSearchCV("svm", {"gamma": [0.1], "lam": [-1.0]}).fit(X, y)
-    three = np.array(["a", "b", "c"] * 40)
-    with pytest.raises(ValueError, match="class"):
-        KernelSearchCV("l2svm", GRID).fit(X, three)
+    lonely = np.asarray(y).astype(str)
+    lonely[3] = "only-one"
+    with pytest.raises(ValueError, match="lacks 1 of the 3 classes"):
+        KernelSearchCV("l2svm", GRID).fit(X, lonely)
     search = KernelSearchCV("l2svm", GRID, refit=False, folds=folds).fit(X, y)
     with pytest.raises(AttributeError, match="refit"):
         search.predict(X)

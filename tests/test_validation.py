@@ -27,7 +27,7 @@ def with_nan(X):
     ({"X": np.where(X > 1, np.inf, X)}, "NaN or infinite"),
     ({"X": np.empty((0, 3)), "y": np.empty(0)}, "empty"),
     ({"y": np.ones(40)}, "only one"),
-    ({"y": np.arange(40) % 3}, "3 classes"),
+    ({"y": np.where(np.arange(40) == 7, 2, np.arange(40) % 2)}, "lacks 1 of the 3"),
     ({"y": Y[:-1]}, "40 samples but y has 39"),
     ({"X": X[:, 0]}, "2-D"),
     ({"folds": 1}, "at least 2 folds"),

@@ -16,12 +16,14 @@ refuse the same things with the same words (``parse_order`` is re-exported from 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from ._threads import blas_threads_for, n_rows
 from .criteria.closed_form import ClosedFormCV
 from .criteria.evaluate import evaluate_lam
+from .criteria.multiclass import MulticlassCV
 from .criteria.result import CVResult
 from .exceptions import KernelCVError
 from .kernels import GramFactory, make_kernel
@@ -39,9 +41,10 @@ _METHOD_CLASSES = {ExactRefit.name: ExactRefit, ClosedForm.name: ClosedForm,
 
 
 def _prepare(X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
-             fit_intercept, folds, method, order, random_state, tol, memory_budget):
+             fit_intercept, multiclass, folds, method, order, random_state, tol,
+             memory_budget):
     spec = make_machine(machine, huber_width=huber_width, epsilon=epsilon,
-                        fit_intercept=fit_intercept)
+                        fit_intercept=fit_intercept, multiclass=multiclass)
     if method not in METHODS:
         raise KernelCVError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     criterion = (BIF(order=order, tol=tol) if method == BIF.name
@@ -49,7 +52,9 @@ def _prepare(X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
     criterion.bind(spec, kernel)
     order = criterion.reported_order()
     kern = make_kernel(kernel, gamma, degree, coef0)
-    X, y, mapping = check_data(X, y, spec.is_classifier)
+    X, y, mapping = check_data(X, y, spec.is_classifier, multiclass=True)
+    if spec.is_classifier and len(mapping) > 2:
+        spec = replace(spec, n_classes=len(mapping))
     fold_ids = make_folds(y, folds, spec.is_classifier, random_state)
     n = y.shape[0]
     check_dense_budget(n, n, criterion.dense_matrices, f"method {method!r} on {n} samples",
@@ -57,22 +62,26 @@ def _prepare(X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
     K = GramFactory(X, memory_budget=memory_budget).gram(kern)
     params = {**spec.params(), **kern.params()}
     notes = []
-    if mapping is not None and set(mapping.values()) != {-1, 1}:
+    if spec.is_multiclass:
+        notes.append(f"{len(mapping)} classes, {spec.multiclass}: the CV error is the "
+                     "multiclass 0-1 error of the combined binary machines")
+    elif mapping is not None and set(mapping.values()) != {-1, 1}:
         notes.append(f"labels {mapping[-1]!r}/{mapping[1]!r} mapped to -1/+1")
     return spec, order, K, y, fold_ids, mapping, params, notes
 
 
 def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, degree=3,
-                   coef0=1.0, huber_width=0.01, epsilon=0.1, fit_intercept=None, folds=10,
-                   method="exact", order=5, random_state=None, tol=1e-6,
-                   memory_budget=None) -> CVResult:
+                   coef0=1.0, huber_width=0.01, epsilon=0.1, fit_intercept=None,
+                   multiclass="ovo", folds=10, method="exact", order=5, random_state=None,
+                   tol=1e-6, memory_budget=None) -> CVResult:
     """Estimate the t-fold cross-validation error of a kernel machine.
 
     Parameters
     ----------
     X : array or sparse matrix, shape (n, d)
     y : array, shape (n,)
-        Targets; for classifiers two classes of any type (mapped to -1/+1, smaller first).
+        Targets; for classifiers labels of any type: two classes are mapped to -1/+1
+        (smaller first), more are split into binary machines by ``multiclass``.
     machine : {"krr", "lssvm", "l2svm", "svm", "svr"}
         See :mod:`kernelcv.machines`; ``svm``/``svr`` are the Huber-smoothed machines.
     kernel : {"rbf", "laplace", "poly", "linear"}
@@ -88,6 +97,12 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
         Unregularised intercept ``b`` (``f = K alpha + b``). None: True for lssvm, l2svm,
         svm and svr, False for krr (always bias-free); False gives the papers' bias-free
         machines. Fold-out fits refit their own intercept.
+    multiclass : {"ovo", "ovr"}
+        More than two classes: one machine per pair of classes (trained on their rows) or
+        one per class against the rest, each cross-validated on the same folds; a held-out
+        point gets the class its fold-out machines vote for (one-vs-one, scikit-learn's
+        ``OneVsOneClassifier`` rule) or the largest value (one-vs-rest), and the CV error
+        is the multiclass 0-1 error (see :mod:`kernelcv.criteria.multiclass`).
     folds : int or array of n fold ids
         t shuffled (stratified for classifiers) folds, or explicit fold ids.
     method : {"exact", "closed-form", "bif"}
@@ -105,7 +120,9 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
         ``cv_error`` is the 0-1 error (classifiers) or MSE (regressors) of the held-out
         predictions. ``degenerate`` warns that a finite-order BIF value is rounding noise
         on more than 1 % of the samples (tiny kernel width): use ``method="exact"`` or
-        ``order="inf"``, whose held-out values are formed directly.
+        ``order="inf"``, whose held-out values are formed directly. ``predictions`` are
+        the held-out decision values, (n, m) with one column per binary machine for more
+        than two classes; ``labels`` the held-out predicted labels of a classifier.
 
     Notes
     -----
@@ -114,15 +131,15 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
     """
     return cross_validate_path(
         X, y, [lam], machine=machine, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
-        huber_width=huber_width, epsilon=epsilon, fit_intercept=fit_intercept, folds=folds,
-        method=method, order=order, random_state=random_state, tol=tol,
-        memory_budget=memory_budget)[0]
+        huber_width=huber_width, epsilon=epsilon, fit_intercept=fit_intercept,
+        multiclass=multiclass, folds=folds, method=method, order=order,
+        random_state=random_state, tol=tol, memory_budget=memory_budget)[0]
 
 
 def cross_validate_path(X, y, lams, machine="krr", kernel="rbf", gamma=None, *, degree=3,
-                        coef0=1.0, huber_width=0.01, epsilon=0.1, fit_intercept=None, folds=10,
-                        method="exact", order=5, random_state=None, tol=1e-6,
-                        memory_budget=None) -> list[CVResult]:
+                        coef0=1.0, huber_width=0.01, epsilon=0.1, fit_intercept=None,
+                        multiclass="ovo", folds=10, method="exact", order=5,
+                        random_state=None, tol=1e-6, memory_budget=None) -> list[CVResult]:
     """:func:`cross_validate` for several lam values sharing the kernel and the folds.
 
     The Gram matrix is computed once; ``closed-form`` shares one eigendecomposition across
@@ -131,12 +148,13 @@ def cross_validate_path(X, y, lams, machine="krr", kernel="rbf", gamma=None, *, 
     """
     with blas_threads_for(n_rows(y)):
         return _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width,
-                         epsilon, fit_intercept, folds, method, order, random_state, tol,
-                         memory_budget)
+                         epsilon, fit_intercept, multiclass, folds, method, order,
+                         random_state, tol, memory_budget)
 
 
 def _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
-              fit_intercept, folds, method, order, random_state, tol, memory_budget):
+              fit_intercept, multiclass, folds, method, order, random_state, tol,
+              memory_budget):
     lams = np.atleast_1d(np.asarray(lams, dtype=object))
     if lams.size == 0:
         raise KernelCVError("give at least one lam value")
@@ -144,19 +162,30 @@ def _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width, ep
     start = time.perf_counter()
     spec, order, K, y, fold_ids, mapping, params, notes = _prepare(
         X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon, fit_intercept,
-        folds, method, order, random_state, tol, memory_budget)
+        multiclass, folds, method, order, random_state, tol, memory_budget)
     setup_seconds = time.perf_counter() - start
-    closed = None
-    if method == "closed-form":
-        tic = time.perf_counter()
+    closed = multi = None
+    tic = time.perf_counter()
+    if spec.is_multiclass:
+        multi = MulticlassCV(K, y, fold_ids, spec, closed_form=method == "closed-form")
+    elif method == "closed-form":
         closed = ClosedFormCV(K, fold_ids, fit_intercept=spec.fit_intercept)
-        setup_seconds += time.perf_counter() - tic
+    setup_seconds += time.perf_counter() - tic
     results: list[CVResult | None] = [None] * len(lam_values)
     previous = None
     for position in np.argsort(lam_values)[::-1]:
         lam = lam_values[position]
-        ev = evaluate_lam(K, y, fold_ids, lam, spec, method, order=order, tol=tol,
-                          closed=closed, warm=previous)
+        if multi is not None:
+            ev = multi.evaluate(lam, spec, method, order=order, tol=tol, warm=previous)
+            predictions, codes = ev.decisions, ev.predictions
+        else:
+            ev = evaluate_lam(K, y, fold_ids, lam, spec, method, order=order, tol=tol,
+                              closed=closed, warm=previous)
+            predictions, codes = ev.predictions, (ev.predictions >= 0).astype(np.intp)
+        labels = None
+        if mapping is not None:
+            keys = sorted(mapping)  # -1, 1 or 0..k-1: position = code
+            labels = np.asarray([mapping[key] for key in keys])[codes]
         previous = ev.fit
         results[position] = CVResult(
             cv_error=ev.cv_error, fold_errors=ev.fold_errors, method=method,
@@ -165,5 +194,6 @@ def _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width, ep
             seconds=ev.seconds + setup_seconds / len(lam_values),
             fit_seconds=ev.fit_seconds, degenerate=ev.degenerate,
             heldout_ratio=ev.heldout_ratio, metric=spec.metric, params={**params, "lam": lam},
-            label_mapping=mapping, predictions=ev.predictions, notes=notes + ev.notes)
+            label_mapping=mapping, predictions=predictions, labels=labels,
+            notes=notes + ev.notes)
     return results

@@ -343,6 +343,44 @@ def cv_curve_figure(
     return fig
 
 
+def confusion_figure(confusion: Sequence[Sequence[int]], classes: Sequence[Any], *,
+                     title: str | None = None) -> Figure:
+    """Draw a confusion matrix (rows: true class, columns: predicted class) with counts.
+
+    Each row is shaded by its share of the true class, so small classes stay readable.
+
+    Raises
+    ------
+    KernelCVError
+        If matplotlib is not installed or the matrix is not square with one row per class.
+    """
+    Figure = figure_class()
+    counts = np.asarray(confusion, dtype=float)
+    k = len(classes)
+    if counts.shape != (k, k) or k == 0:
+        raise KernelCVError(f"a confusion matrix needs one row and column per class "
+                            f"({k}), got shape {counts.shape}")
+    totals = counts.sum(axis=1, keepdims=True)
+    shares = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
+    size = 2.0 + 0.5 * k
+    fig = Figure(figsize=(size + 1.0, size), layout="constrained")
+    ax = fig.add_subplot()
+    image = ax.imshow(shares, cmap=_colormap("Blues"), vmin=0.0, vmax=1.0)
+    fig.colorbar(image, ax=ax, label="share of the true class")
+    labels = [str(c) for c in classes]
+    ax.set_xticks(np.arange(k), labels, rotation=45 if k > 6 else 0)
+    ax.set_yticks(np.arange(k), labels)
+    ax.set_xlabel("predicted class")
+    ax.set_ylabel("true class")
+    if k <= 20:
+        for i in range(k):
+            for j in range(k):
+                ax.text(j, i, f"{int(counts[i, j])}", ha="center", va="center",
+                        color="white" if shares[i, j] > 0.5 else "black", fontsize=8)
+    ax.set_title("confusion matrix" if title is None else title)
+    return fig
+
+
 def save_figure(fig: Figure, path: str | os.PathLike[str], *, dpi: float = 150) -> None:
     """Write ``fig`` to ``path`` as PNG, atomically.
 

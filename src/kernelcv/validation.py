@@ -16,17 +16,19 @@ import scipy.sparse as sp
 from .exceptions import KernelCVError
 
 
-def check_data(X, y, classifier: bool):
+def check_data(X, y, classifier: bool, multiclass: bool = False):
     """Validate ``X`` (dense or sparse, finite) and ``y`` (finite, same length).
 
-    For a classifier, two classes are mapped to -1/+1 (the smaller label to -1).
+    For a classifier, two classes are mapped to -1/+1 (the smaller label to -1); with
+    ``multiclass`` true, k > 2 classes are mapped to codes ``0..k-1`` in sorted order
+    (without it, more than two classes are refused).
 
     Returns
     -------
     X : float64 ndarray or CSR matrix
-    y : float64 ndarray (+-1 for a classifier)
+    y : float64 ndarray (+-1 for two classes, codes 0..k-1 for more)
     label_mapping : dict or None
-        ``{-1: original, +1: original}`` for a classifier.
+        ``{-1: original, +1: original}`` for two classes, ``{code: original}`` for more.
     """
     if X is None or y is None:
         raise KernelCVError("both X and y are required")
@@ -65,9 +67,11 @@ def check_data(X, y, classifier: bool):
         raise KernelCVError(
             f"a classifier needs two classes, but y has only one ({classes[0]!r})")
     if classes.size > 2:
-        raise KernelCVError(
-            f"y has {classes.size} classes; cross-validation criteria are binary for now "
-            "(use the scikit-learn estimators, which do one-vs-rest, or merge classes)")
+        if not multiclass:
+            raise KernelCVError(f"y has {classes.size} classes; this entry point is binary "
+                                "(merge classes, or use a multiclass-aware one)")
+        codes = np.searchsorted(classes, y).astype(np.float64)
+        return X, codes, {code: _plain(label) for code, label in enumerate(classes)}
     y_pm = np.where(y == classes[1], 1.0, -1.0)
     mapping = {-1: _plain(classes[0]), 1: _plain(classes[1])}
     return X, y_pm, mapping
@@ -114,9 +118,10 @@ def make_folds(y, folds, classifier: bool, random_state=None) -> np.ndarray:
     y : (n,) labels (+-1 for classifiers) or targets.
     folds : int or array of n fold ids
         An integer t gives shuffled folds seeded by ``random_state``, stratified by class
-        for a classifier whose classes both have at least t members; an array is taken as
-        given (any integer ids, relabelled to ``0..t-1``).
-    classifier : whether every training part must contain both classes.
+        for a classifier whose two classes both have at least t members, and always for
+        more than two classes (a class smaller than t then misses some folds); an array is
+        taken as given (any integer ids, relabelled to ``0..t-1``).
+    classifier : whether every training part must contain every class.
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
         Seed of the shuffle: an integer in ``[0, 2**32)`` (the same integer gives the same
         folds), a RandomState or Generator (drawn from), or None (numpy's global
@@ -144,12 +149,18 @@ def make_folds(y, folds, classifier: bool, random_state=None) -> np.ndarray:
             raise KernelCVError(f"cannot make {t} folds from {n} samples (at most n = {n})")
         shuffle = _shuffler(random_state)
         ids = np.empty(n, dtype=np.int64)
-        if classifier and np.min(np.bincount((y > 0).astype(int), minlength=2)) >= t:
-            # class 0 is the class of the first sample (scikit-learn's encoding)
-            encoded = ((y > 0) != (y[0] > 0)).astype(np.intp)
+        if classifier:
+            # classes numbered in order of first appearance (scikit-learn's encoding)
+            _, first, inverse = np.unique(y, return_index=True, return_inverse=True)
+            encoded = np.argsort(np.argsort(first))[inverse]
+            counts = np.bincount(encoded)
+        # Two classes are stratified when both have t members; more classes always are
+        # (as StratifiedKFold: a class smaller than t then misses some folds).
+        if classifier and (counts.size > 2 or counts.min() >= t):
             dealt = np.arange(n) % t  # the fold of each position of the sorted classes
-            size0 = n - int(np.count_nonzero(encoded))
-            for k, positions in enumerate((dealt[:size0], dealt[size0:])):
+            ends = np.cumsum(counts)
+            for k in range(counts.size):
+                positions = dealt[ends[k] - counts[k]:ends[k]]
                 folds_of_class = np.repeat(np.arange(t), np.bincount(positions, minlength=t))
                 shuffle(folds_of_class)
                 ids[encoded == k] = folds_of_class
@@ -173,12 +184,18 @@ def make_folds(y, folds, classifier: bool, random_state=None) -> np.ndarray:
         if ids.max() < 1:
             raise KernelCVError("fold ids name only one fold; need at least 2")
     if classifier:
+        n_classes = np.unique(y).size
         for i in range(int(ids.max()) + 1):
-            retained = y[ids != i]
-            if np.all(retained > 0) or np.all(retained < 0):
+            present = np.unique(y[ids != i]).size
+            if present == 1:
                 raise KernelCVError(
                     f"fold {i}: its training part has only one class; use fewer folds or "
                     "stratified fold ids")
+            if present < n_classes:
+                raise KernelCVError(
+                    f"fold {i}: its training part lacks {n_classes - present} of the "
+                    f"{n_classes} classes (a class with one sample, or fold ids that put a "
+                    "whole class in one fold); every class needs members outside each fold")
     return ids
 
 

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..criteria.result import confusion_summary
 from ..cv import METHODS, cross_validate
 from ..datasets import SUPPORTED_FORMATS, load_data, read_fold_ids
 from ..kernels import KERNELS
@@ -26,7 +27,8 @@ _MAX_LISTED_FOLDS = 20
 
 
 def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
-           huber_width=0.01, epsilon=0.1, fit_intercept=None, folds=DEFAULT_FOLDS,
+           huber_width=0.01, epsilon=0.1, fit_intercept=None, multiclass="ovo",
+           folds=DEFAULT_FOLDS,
            seed=DEFAULT_SEED, fold_ids=None, method="exact", order=5,
            memory_budget=None) -> dict:
     """Load a data file and estimate the cross-validation error of one kernel machine.
@@ -35,8 +37,8 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     ----------
     data : str or os.PathLike
         Data file (see :mod:`kernelcv.datasets` for the formats).
-    machine, lam, kernel, gamma, degree, coef0, huber_width, epsilon, fit_intercept, method,
-    order, memory_budget
+    machine, lam, kernel, gamma, degree, coef0, huber_width, epsilon, fit_intercept,
+    multiclass, method, order, memory_budget
         As for :func:`kernelcv.cross_validate`.
     folds : int, default 10
         Number of shuffled folds; ignored when ``fold_ids`` is given.
@@ -49,7 +51,9 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     -------
     dict
         :meth:`kernelcv.CVResult.to_dict` plus ``data`` (the path as given), ``fold_ids``
-        (the fold-id path or None) and ``seed`` (None when fold ids were given).
+        (the fold-id path or None), ``seed`` (None when fold ids were given) and, for
+        more than two classes, ``multiclass`` (scheme, classes, and the confusion matrix
+        and per-class error of the held-out predictions).
 
     Raises
     ------
@@ -63,9 +67,15 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     result = cross_validate(
         X, y, machine=machine, kernel=kernel, gamma=gamma, lam=lam, degree=degree,
         coef0=coef0, huber_width=huber_width, epsilon=epsilon, fit_intercept=fit_intercept,
-        folds=folds, method=method, order=order, random_state=seed,
+        multiclass=multiclass, folds=folds, method=method, order=order, random_state=seed,
         memory_budget=memory_budget)
     summary = result.to_dict()
+    mapping = result.label_mapping
+    summary["multiclass"] = None
+    if mapping is not None and len(mapping) > 2:
+        classes = [mapping[code] for code in sorted(mapping)]
+        summary["multiclass"] = {"strategy": multiclass, "classes": classes,
+                                 "cv": confusion_summary(y, result.labels, classes)}
     summary["data"] = str(data)
     summary["fold_ids"] = None if fold_ids is None else str(fold_ids)
     summary["seed"] = seed
@@ -97,6 +107,9 @@ def add_arguments(parser):
     machine.add_argument("--no-intercept", action="store_true",
                          help="fit lssvm, l2svm, svm or svr without their intercept (the "
                               "papers' bias-free machines; krr never has one)")
+    machine.add_argument("--multiclass", choices=("ovo", "ovr"), default="ovo",
+                         help="more than two classes: one machine per pair of classes "
+                              "(ovo, default, as SVC) or per class against the rest")
 
     folds = parser.add_argument_group("folds")
     source = folds.add_mutually_exclusive_group()
@@ -128,7 +141,7 @@ def run_command(args, parser):
         args.data, machine=args.machine, lam=args.lam, kernel=args.kernel, gamma=args.gamma,
         degree=args.degree, coef0=args.coef0, huber_width=args.huber_width,
         epsilon=args.epsilon, fit_intercept=False if args.no_intercept else None,
-        folds=DEFAULT_FOLDS if args.folds is None else args.folds,
+        multiclass=args.multiclass, folds=DEFAULT_FOLDS if args.folds is None else args.folds,
         seed=DEFAULT_SEED if args.seed is None else args.seed, fold_ids=args.fold_ids,
         method=args.method, order=args.order, memory_budget=args.memory_budget)
 
@@ -139,6 +152,7 @@ def render(summary, args=None):
     machine = params.pop("machine", "?")
     kernel = params.pop("kernel", "?")
     lam = params.pop("lam", None)
+    params.pop("multiclass", None)  # shown on its own row
     machine_extra = []
     if "fit_intercept" in params:
         machine_extra.append("with intercept" if params.pop("fit_intercept")
@@ -176,6 +190,12 @@ def render(summary, args=None):
         ("fold errors", _fold_errors(summary.get("fold_errors") or [])),
         ("seconds", seconds),
     ]
+    entry = summary.get("multiclass")
+    if entry:
+        rows.insert(1, ("classes", f"{len(entry['classes'])}, {entry['strategy']}"))
+        rows.append(("per class", ", ".join(
+            f"{label}: {'-' if e is None else _num(e)}" for label, e in
+            zip(entry["classes"], entry["cv"]["per_class_error"], strict=True))))
     width = max(len(label) for label, _ in rows) + 2
     lines = [f"{label:<{width}}{value}" for label, value in rows]
     for problem in problems(summary):

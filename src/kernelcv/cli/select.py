@@ -71,6 +71,9 @@ def add_arguments(parser):
     machine.add_argument("--no-intercept", action="store_true",
                          help="fit lssvm, l2svm, svm or svr without their intercept (the "
                               "papers' bias-free machines; krr never has one)")
+    machine.add_argument("--multiclass", choices=("ovo", "ovr"), default="ovo",
+                         help="more than two classes: one machine per pair of classes "
+                              "(ovo, default, as SVC) or per class against the rest")
     grid = parser.add_argument_group(
         "grids (comma lists; 2^k powers; ranges like 2^-3..2^3)")
     widths = grid.add_mutually_exclusive_group()
@@ -238,7 +241,7 @@ def run_command(args, parser):
             granularity=args.granularity, order=args.order, gammas=gammas,
             degrees=degrees, lams=lams, gamma=args.gamma,
             coef0=args.coef0, huber_width=args.huber_width, svr_epsilon=args.svr_epsilon,
-            fit_intercept=False if args.no_intercept else None,
+            fit_intercept=False if args.no_intercept else None, multiclass=args.multiclass,
             confirm=0 if args.no_safeguards else args.confirm,
             recheck_degenerate=not args.no_safeguards,
             seed=0 if args.seed is None else args.seed, test=args.test,
@@ -304,6 +307,7 @@ def render(report, args=None):
     if report.get("rechecked"):
         rows.append(("rechecked", f"{len(report['rechecked'])} degenerate candidates by "
                                   "exact refit CV"))
+    rows.extend(_multiclass_rows(report.get("multiclass")))
     for path in report.get("files") or []:
         rows.append(("wrote", path))
     width = max(len(label) for label, _ in rows) + 2
@@ -311,6 +315,24 @@ def render(report, args=None):
     lines.append("")
     lines.extend(_table(report, param, top))
     return "\n".join(lines)
+
+
+def _multiclass_rows(entry):
+    """Per-class errors of the choice (exact CV, and test) for a multiclass report."""
+    if not entry:
+        return []
+    k = len(entry["classes"])
+    machines = k * (k - 1) // 2 if entry["strategy"] == "ovo" else k
+    rows = [("multiclass", f"{k} classes, {entry['strategy']} ({machines} machines per "
+                           "candidate); confusion matrices in --json / --plot")]
+    for name in ("cv", "test"):
+        summary = entry.get(name)
+        if summary is None:
+            continue
+        errors = ", ".join(f"{label}: {'-' if e is None else _num(e)}" for label, e in
+                           zip(entry["classes"], summary["per_class_error"], strict=True))
+        rows.append((f"{name} per class", errors))
+    return rows
 
 
 def _exact(candidate):

@@ -39,8 +39,12 @@ class CVResult:
         training fit (informative; ~0 for narrow kernels).
     metric : ``"0-1"`` or ``"mse"``.
     params : machine, kernel and regularisation parameters.
-    label_mapping : ``{-1: label, 1: label}`` for classifiers, else None.
-    predictions : (n,) held-out decision values, each from the model without its fold.
+    label_mapping : ``{-1: label, 1: label}`` for two classes, ``{code: label}`` for
+        more (codes ``0..k-1``), None for regressors.
+    predictions : (n,) held-out decision values, each from the model without its fold;
+        (n, m) for more than two classes, one column per binary machine.
+    labels : (n,) held-out predicted labels of a classifier (None for regressors; a
+        binary value of exactly 0 counts as the +1 class, as in the error).
     notes : human-readable remarks (label mapping, fallbacks).
     """
 
@@ -60,6 +64,7 @@ class CVResult:
     label_mapping: dict | None
     predictions: np.ndarray = field(repr=False)
     notes: list = field(default_factory=list)
+    labels: np.ndarray | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
         """JSON-serialisable summary (predictions left out)."""
@@ -81,6 +86,28 @@ class CVResult:
                               else {str(k): v for k, v in self.label_mapping.items()}),
             "notes": list(self.notes),
         }
+
+
+def confusion_summary(true_labels, predicted_labels, classes) -> dict:
+    """Confusion matrix and per-class error of predicted labels, JSON-able.
+
+    Returns ``{"classes": [...], "confusion": rows = true class, columns = predicted
+    class (counts), "per_class_error": share of each class's samples predicted as another
+    class (None for a class with no sample), "error": overall share}``. Cost O(n k).
+    """
+    classes = list(classes)
+    position = {label: i for i, label in enumerate(classes)}
+    k = len(classes)
+    matrix = np.zeros((k, k), dtype=np.int64)
+    for true, predicted in zip(np.asarray(true_labels).tolist(),
+                               np.asarray(predicted_labels).tolist(), strict=True):
+        matrix[position[true], position[predicted]] += 1
+    totals = matrix.sum(axis=1)
+    per_class = [None if total == 0 else float(1.0 - matrix[i, i] / total)
+                 for i, total in enumerate(totals)]
+    n = int(totals.sum())
+    return {"classes": classes, "confusion": matrix.tolist(), "per_class_error": per_class,
+            "error": float(1.0 - np.trace(matrix) / n) if n else None}
 
 
 def fold_errors(y, predictions, fold_ids, metric: str) -> tuple[float, np.ndarray]:

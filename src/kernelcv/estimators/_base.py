@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..kernels import KERNELS, Kernel
 from ..machines import make_machine
 from ..machines.model import decision_values, fit_gram
+from ..machines.multiclass import binary_problems, class_scores, predict_codes
 
 # ---------------------------------------------------------------------------------------
 # Private helpers and base classes
@@ -148,10 +149,12 @@ class _KernelMachineRegressor(RegressorMixin, _KernelMachine):
 
 
 class _KernelMachineClassifier(ClassifierMixin, _KernelMachine):
-    """Classification with -1/+1 labels, one-vs-rest beyond two classes."""
+    """Classification with -1/+1 labels; beyond two classes the binary machines of
+    ``multiclass`` (one-vs-one or one-vs-rest, :mod:`kernelcv.machines.multiclass`)."""
 
     def fit(self, X, y):
-        """Fit the machine (one per class, one-vs-rest, if there are more than two).
+        """Fit the machine (the binary machines of ``multiclass`` for more than two
+        classes, all from one Gram matrix).
 
         Parameters
         ----------
@@ -181,11 +184,17 @@ class _KernelMachineClassifier(ClassifierMixin, _KernelMachine):
             self.intercept_ = float(result.intercept)
             self.n_iter_ = int(result.n_iter)
             return self
-        results = [self._fit_one(K, np.where(y_index == k, 1.0, -1.0))
-                   for k in range(n_classes)]
-        self.dual_coef_ = np.vstack([r.alpha for r in results])
-        self.intercept_ = np.array([r.intercept for r in results], dtype=np.float64)
-        self.n_iter_ = np.array([r.n_iter for r in results], dtype=np.int64)
+        problems = binary_problems(y_index, n_classes, self.multiclass)
+        self.dual_coef_ = np.zeros((len(problems), y_index.shape[0]))
+        self.intercept_ = np.zeros(len(problems))
+        self.n_iter_ = np.zeros(len(problems), dtype=np.int64)
+        for p, problem in enumerate(problems):
+            rows = slice(None) if problem.rows is None else problem.rows
+            result = self._fit_one(K if problem.rows is None else K[np.ix_(rows, rows)],
+                                   problem.targets(y_index))
+            self.dual_coef_[p, rows] = result.alpha
+            self.intercept_[p] = result.intercept
+            self.n_iter_[p] = result.n_iter
         return self
 
     def decision_function(self, X):
@@ -198,12 +207,27 @@ class _KernelMachineClassifier(ClassifierMixin, _KernelMachine):
         Returns
         -------
         decision : ndarray of shape (n_samples,) or (n_samples, n_classes)
-            One column per class (its one-vs-rest machine) when there are more than two.
+            With more than two classes one score per class whose arg-max is the
+            prediction: one-vs-rest, each class's machine value; one-vs-one, its votes
+            plus the squashed sum of its machines' values (scikit-learn's
+            ``OneVsOneClassifier`` and ``SVC`` convention). The m pairwise values are
+            :meth:`machine_values`.
         """
+        decision = self._decision(X)
+        if decision.ndim == 1:
+            return decision
+        return class_scores(decision, self.classes_.size, self.multiclass)
+
+    def machine_values(self, X):
+        """Each binary machine's value ``f_p(x)``: (n_samples,) for two classes, else
+        (n_samples, n_machines), pairs ``(0, 1), (0, 2), ...`` (+1 = the later class)
+        one-vs-one or classes one-vs-rest."""
         return self._decision(X)
 
     def predict(self, X):
-        """Predict class labels (sign for two classes, largest decision value otherwise).
+        """Predict class labels (sign for two classes; otherwise the most votes of the
+        one-vs-one machines, ties broken by their summed values, or the largest
+        one-vs-rest value).
 
         Parameters
         ----------
@@ -213,10 +237,10 @@ class _KernelMachineClassifier(ClassifierMixin, _KernelMachine):
         -------
         labels : ndarray of shape (n_samples,)
         """
-        decision = self.decision_function(X)
+        decision = self._decision(X)
         if decision.ndim == 1:
             return self.classes_[(decision > 0).astype(np.intp)]
-        return self.classes_[np.argmax(decision, axis=1)]
+        return self.classes_[predict_codes(decision, self.classes_.size, self.multiclass)]
 
 
 # ---------------------------------------------------------------------------------------

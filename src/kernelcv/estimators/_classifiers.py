@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from sklearn.utils._param_validation import StrOptions
+
+from ..machines.multiclass import STRATEGIES
 from ._base import _COMMON_CONSTRAINTS, _POSITIVE_FINITE, _KernelMachineClassifier
 
 
@@ -36,6 +39,9 @@ class LSSVMClassifier(_KernelMachineClassifier):
         :mod:`kernelcv.memory`.
     fit_intercept : bool, default=True
         Fit the unregularised intercept ``b``.
+    multiclass : {"ovo", "ovr"}, default="ovo"
+        More than two classes: one machine per pair of classes on their rows, combined by
+        votes (as SVC), or one machine per class against the rest (largest value wins).
 
     Attributes
     ----------
@@ -64,10 +70,12 @@ class LSSVMClassifier(_KernelMachineClassifier):
     """
 
     _machine_name = "lssvm"
-    _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "fit_intercept": ["boolean"]}
+    _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "fit_intercept": ["boolean"],
+                                    "multiclass": [StrOptions(set(STRATEGIES))]}
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
-                 tol=1e-10, max_iter=100, memory_budget=None, fit_intercept=True):
+                 tol=1e-10, max_iter=100, memory_budget=None, fit_intercept=True,
+                 multiclass="ovo"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -77,9 +85,10 @@ class LSSVMClassifier(_KernelMachineClassifier):
         self.max_iter = max_iter
         self.memory_budget = memory_budget
         self.fit_intercept = fit_intercept
+        self.multiclass = multiclass
 
     def _machine_options(self) -> dict:
-        return {"fit_intercept": bool(self.fit_intercept)}
+        return {"fit_intercept": bool(self.fit_intercept), "multiclass": self.multiclass}
 
 
 class L2SVMClassifier(_KernelMachineClassifier):
@@ -114,6 +123,9 @@ class L2SVMClassifier(_KernelMachineClassifier):
         :mod:`kernelcv.memory`.
     fit_intercept : bool, default=True
         Fit the unregularised intercept ``b`` (False: the bias-free machine).
+    multiclass : {"ovo", "ovr"}, default="ovo"
+        More than two classes: one machine per pair of classes on their rows, combined by
+        votes (as SVC), or one machine per class against the rest (largest value wins).
 
     Attributes
     ----------
@@ -144,10 +156,12 @@ class L2SVMClassifier(_KernelMachineClassifier):
     """
 
     _machine_name = "l2svm"
-    _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "fit_intercept": ["boolean"]}
+    _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "fit_intercept": ["boolean"],
+                                    "multiclass": [StrOptions(set(STRATEGIES))]}
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
-                 tol=1e-10, max_iter=100, memory_budget=None, fit_intercept=True):
+                 tol=1e-10, max_iter=100, memory_budget=None, fit_intercept=True,
+                 multiclass="ovo"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -157,9 +171,10 @@ class L2SVMClassifier(_KernelMachineClassifier):
         self.max_iter = max_iter
         self.memory_budget = memory_budget
         self.fit_intercept = fit_intercept
+        self.multiclass = multiclass
 
     def _machine_options(self) -> dict:
-        return {"fit_intercept": bool(self.fit_intercept)}
+        return {"fit_intercept": bool(self.fit_intercept), "multiclass": self.multiclass}
 
 
 class HuberSVMClassifier(_KernelMachineClassifier):
@@ -196,6 +211,9 @@ class HuberSVMClassifier(_KernelMachineClassifier):
         :mod:`kernelcv.memory`.
     huber_width : float > 0, default=0.01
         Half-width ``w`` of the smoothed band around the hinge's kink.
+    multiclass : {"ovo", "ovr"}, default="ovo"
+        More than two classes: one machine per pair of classes on their rows, combined by
+        votes (as SVC), or one machine per class against the rest (largest value wins).
 
     Attributes
     ----------
@@ -227,11 +245,12 @@ class HuberSVMClassifier(_KernelMachineClassifier):
 
     _machine_name = "svm"
     _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "fit_intercept": ["boolean"],
-                                    "huber_width": [_POSITIVE_FINITE]}
+                                    "huber_width": [_POSITIVE_FINITE],
+                                    "multiclass": [StrOptions(set(STRATEGIES))]}
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
                  tol=1e-10, max_iter=100, memory_budget=None, huber_width=0.01,
-                 fit_intercept=True):
+                 fit_intercept=True, multiclass="ovo"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -242,7 +261,8 @@ class HuberSVMClassifier(_KernelMachineClassifier):
         self.memory_budget = memory_budget
         self.fit_intercept = fit_intercept
         self.huber_width = huber_width
+        self.multiclass = multiclass
 
     def _machine_options(self) -> dict:
         return {"fit_intercept": bool(self.fit_intercept),
-                "huber_width": float(self.huber_width)}
+                "huber_width": float(self.huber_width), "multiclass": self.multiclass}

@@ -123,7 +123,10 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
     Scores are averaged over folds without weights, as in GridSearchCV. Fold-out models
     keep the same lam (the objective is normalised by the number of training points), so
     with ``method="exact"`` the choice equals ``GridSearchCV`` over the same estimator
-    and folds. Classifiers must be binary.
+    and folds. More than two classes are cross-validated with the estimator's
+    ``multiclass`` scheme (one-vs-one by default; see :mod:`kernelcv.criteria.multiclass`):
+    with ``method="exact"`` the choice equals ``GridSearchCV`` over
+    ``OneVsOneClassifier`` (or ``OneVsRestClassifier``) of the same estimator.
     """
 
     def __init__(self, estimator="krr", param_grid=None, *, method=None, folds=10,
@@ -237,7 +240,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             X_checked, np.asarray(y),
             make_machine(machine, huber_width=options.get("huber_width", 0.01),
                          epsilon=options.get("epsilon", 0.1),
-                         fit_intercept=options.get("fit_intercept")),
+                         fit_intercept=options.get("fit_intercept"),
+                         multiclass=options.get("multiclass", "ovo")),
             method, SearchSpace.explicit(kernels.pop() if len(kernels) == 1 else "mixed",
                                          settings, setting_lams),
             folds=self.folds, random_state=self.random_state, average="folds",

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from ..exceptions import KernelCVError
 from .libsvm_start import LIBSVM_START_MIN_ROWS, libsvm_start, supports_libsvm_start
 from .losses import HuberHingeLoss, HuberInsensitiveLoss, SquaredHingeLoss, SquareLoss
+from .multiclass import check_strategy
 from .solver import FitResult, fit_kernel_machine
 
 MACHINES = ("krr", "lssvm", "l2svm", "svm", "svr")
@@ -38,11 +39,26 @@ INTERCEPT_MACHINES = ("lssvm", "l2svm", "svm", "svr")
 
 @dataclass(frozen=True)
 class Machine:
-    """A learning machine: its name, loss, task and intercept setting."""
+    """A learning machine: its name, loss, task and intercept setting.
+
+    A machine fits one binary classifier (or one regressor) on a Gram matrix. For a
+    classifier, ``multiclass`` names the scheme of binary machines used when the data
+    have more than two classes (``"ovo"`` or ``"ovr"``, see
+    :mod:`kernelcv.machines.multiclass`), and ``n_classes`` is the number of classes of
+    the data it is cross-validated on (set by the search from the labels; above 2 the
+    labels passed along are class codes ``0..k-1`` instead of +-1).
+    """
 
     name: str
     loss: object
     fit_intercept: bool = False
+    multiclass: str = "ovo"
+    n_classes: int = 2
+
+    @property
+    def is_multiclass(self) -> bool:
+        """More than two classes: labels are codes and every fit is per binary problem."""
+        return self.n_classes > 2
 
     @property
     def is_classifier(self) -> bool:
@@ -66,6 +82,8 @@ class Machine:
             out["huber_width"] = self.loss.width
         if self.name == "svr":
             out["epsilon"] = self.loss.epsilon
+        if self.is_multiclass:
+            out["multiclass"] = self.multiclass
         return out
 
     def starts_from_libsvm(self, n_samples: int, start: str = "auto") -> bool:
@@ -96,7 +114,7 @@ class Machine:
 
 
 def make_machine(name: str, huber_width: float = 0.01, epsilon: float = 0.1,
-                 fit_intercept: bool | None = None) -> Machine:
+                 fit_intercept: bool | None = None, multiclass: str = "ovo") -> Machine:
     """Build a :class:`Machine` by name.
 
     Parameters
@@ -113,6 +131,10 @@ def make_machine(name: str, huber_width: float = 0.01, epsilon: float = 0.1,
         also has ``sum_j alpha_j = 0``). None (default): True for ``lssvm``, ``l2svm``,
         ``svm`` and ``svr`` (as scikit-learn's ``SVC``/``SVR``), False for ``krr``.
         False gives the papers' bias-free machines. True for ``krr`` is refused.
+    multiclass : {"ovo", "ovr"}
+        Classifiers: the binary machines used for more than two classes, one per pair of
+        classes (default, as scikit-learn's ``SVC``) or one per class against the rest
+        (see :mod:`kernelcv.machines.multiclass`).
 
     Returns
     -------
@@ -125,6 +147,7 @@ def make_machine(name: str, huber_width: float = 0.01, epsilon: float = 0.1,
     """
     if name not in MACHINES:
         raise KernelCVError(f"unknown machine {name!r}; choose one of {', '.join(MACHINES)}")
+    scheme = check_strategy(multiclass)
     if name == "krr":
         if fit_intercept:
             raise KernelCVError("machine 'krr' is bias-free (kernel ridge regression has no "
@@ -132,11 +155,11 @@ def make_machine(name: str, huber_width: float = 0.01, epsilon: float = 0.1,
         return Machine(name, SquareLoss())
     intercept = True if fit_intercept is None else bool(fit_intercept)
     if name == "lssvm":
-        return Machine(name, SquareLoss(), intercept)
+        return Machine(name, SquareLoss(), intercept, scheme)
     if name == "l2svm":
-        return Machine(name, SquaredHingeLoss(), intercept)
+        return Machine(name, SquaredHingeLoss(), intercept, scheme)
     if name == "svm":
-        return Machine(name, HuberHingeLoss(width=float(huber_width)), intercept)
+        return Machine(name, HuberHingeLoss(width=float(huber_width)), intercept, scheme)
     return Machine(name, HuberInsensitiveLoss(epsilon=float(epsilon), width=float(huber_width)),
                    intercept)
 

@@ -4,10 +4,12 @@
 :func:`decision_values` (``k(X, X_fit) @ coef + intercept``, a block of rows at a time)
 are the two steps every kernelcv estimator performs; the estimators
 (:mod:`kernelcv.estimators`) wrap them with scikit-learn's parameter and input checks.
-:class:`KernelModel` is the same fit and prediction for one binary classifier or
-regressor at a known kernel and lam: ``kernelcv select --test`` and the final kernel fit of
-a random-feature search use it, so those paths never import scikit-learn for it (a kernel
-estimator and a KernelModel with the same settings give the same numbers).
+:class:`KernelModel` is the same fit and prediction for one classifier (two classes, or
+more by the machine's one-vs-one / one-vs-rest scheme of
+:mod:`kernelcv.machines.multiclass`) or regressor at a known kernel and lam:
+``kernelcv select --test`` and the final kernel fit of a random-feature search use it,
+so those paths never import scikit-learn for it (a kernel estimator and a KernelModel
+with the same settings give the same numbers).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from .._threads import separate_blas_pools
 from ..exceptions import KernelCVError
 from ..kernels import Kernel
 from . import Machine
+from .multiclass import binary_problems, predict_codes
 from .solver import FitResult
 
 # Test-time kernel blocks hold at most this many entries (128 MiB of float64).
@@ -46,7 +49,11 @@ def decision_values(kernel: Kernel, X, X_fit, coef, intercept=0.0, memory_budget
 
 
 class KernelModel:
-    """One kernel machine fitted on ``(X, y)``: a binary classifier or a regressor.
+    """One kernel machine fitted on ``(X, y)``: a classifier or a regressor.
+
+    More than two classes are fitted as the binary machines of ``machine.multiclass``
+    (one Gram matrix, each machine on its rows) and predicted by their vote (one-vs-one)
+    or largest value (one-vs-rest).
 
     Parameters
     ----------
@@ -58,8 +65,10 @@ class KernelModel:
 
     Attributes (after :meth:`fit`)
     -------------------------------
-    classes_ : the two labels of a classifier (``classes_[1]`` is the +1 class).
-    X_fit_, dual_coef_, intercept_, n_iter_ : as the kernelcv estimators.
+    classes_ : the labels of a classifier (binary: ``classes_[1]`` is the +1 class).
+    X_fit_, dual_coef_, intercept_, n_iter_ : as the kernelcv estimators; with more than
+        two classes ``dual_coef_`` is (n, m), one column per binary machine (zero off its
+        rows), and ``intercept_`` (m,).
 
     Notes
     -----
@@ -78,16 +87,18 @@ class KernelModel:
     def fit(self, X, y):
         """Fit on float64 ``X`` (array or CSR) and labels (two classes) or targets."""
         y = np.asarray(y)
+        self.X_fit_ = X.copy()  # predictions must not change if the caller edits X
         if self.machine.is_classifier:
             classes, index = np.unique(y, return_inverse=True)
-            if classes.size != 2:
+            if classes.size < 2:
                 raise KernelCVError(f"a {self.machine.name} model needs two classes, got "
                                     f"{classes.size}")
             self.classes_ = classes
+            if classes.size > 2:
+                return self._fit_multiclass(index)
             target = np.where(index == 1, 1.0, -1.0)
         else:
             target = y.astype(np.float64)
-        self.X_fit_ = X.copy()  # predictions must not change if the caller edits X
         K = self.kernel(self.X_fit_, memory_budget=self.memory_budget)
         result = fit_gram(self.machine, K, target, self.lam, self.tol, self.max_iter)
         self.dual_coef_ = result.alpha
@@ -95,14 +106,35 @@ class KernelModel:
         self.n_iter_ = int(result.n_iter)
         return self
 
+    def _fit_multiclass(self, codes):
+        """Every binary machine of the scheme on one Gram matrix."""
+        K = self.kernel(self.X_fit_, memory_budget=self.memory_budget)
+        problems = binary_problems(codes, self.classes_.size, self.machine.multiclass)
+        self.dual_coef_ = np.zeros((codes.shape[0], len(problems)))
+        self.intercept_ = np.zeros(len(problems))
+        self.n_iter_ = np.zeros(len(problems), dtype=np.int64)
+        for p, problem in enumerate(problems):
+            rows = slice(None) if problem.rows is None else problem.rows
+            K_p = K if problem.rows is None else K[np.ix_(rows, rows)]
+            result = fit_gram(self.machine, K_p, problem.targets(codes), self.lam,
+                              self.tol, self.max_iter)
+            self.dual_coef_[rows, p] = result.alpha
+            self.intercept_[p] = result.intercept
+            self.n_iter_[p] = result.n_iter
+        return self
+
     def decision_function(self, X):
-        """``f(x) = sum_j dual_coef_[j] k(x, X_fit_[j]) + intercept_``."""
+        """``f(x) = sum_j dual_coef_[j] k(x, X_fit_[j]) + intercept_`` (one column per
+        binary machine with more than two classes)."""
         return decision_values(self.kernel, X, self.X_fit_, self.dual_coef_,
                                self.intercept_, self.memory_budget)
 
     def predict(self, X):
         """Labels (the sign of ``f``) for a classifier, ``f(x)`` for a regressor."""
         decision = self.decision_function(X)
-        if self.machine.is_classifier:
-            return self.classes_[(decision > 0).astype(np.intp)]
-        return decision
+        if not self.machine.is_classifier:
+            return decision
+        if decision.ndim == 2:
+            return self.classes_[predict_codes(decision, self.classes_.size,
+                                               self.machine.multiclass)]
+        return self.classes_[(decision > 0).astype(np.intp)]

@@ -30,6 +30,7 @@ from ..selection.search import grid_search
 from ..selection.tasks import exact_task
 from ..validation import check_data
 from .io import check_writable_folder, jsonable, png, write_all
+from .multiclass import confusion_figures, multiclass_entry
 
 REPORT_NAME = "report.json"
 HEATMAP_NAME = "cv_heatmap.png"
@@ -61,7 +62,8 @@ def resolve_screen(screen, n_samples, method, checkpoint):
 def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=None,
                epsilon=None, granularity="adaptive", order="inf", gammas=None, degrees=None,
                lams=None, gamma=None, coef0=1.0, huber_width=0.01, svr_epsilon=0.1,
-               fit_intercept=None, confirm=3, recheck_degenerate=True, seed=0, test=None,
+               fit_intercept=None, multiclass="ovo", confirm=3, recheck_degenerate=True,
+               seed=0, test=None,
                out=None, plot=False, checkpoint=None, n_jobs=1, scheduler=None,
                memory_budget=None, progress=None, Cs=None, features=30, feature_map="rff",
                feature_loss=None, final="auto", refine="auto",
@@ -87,6 +89,10 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         budget, linear otherwise, with a note).
     screen : as in :func:`~kernelcv.selection.search.grid_search`, plus ``"auto"`` (see
         :func:`resolve_screen`); the report records the strategy used.
+    multiclass : ``"ovo"`` or ``"ovr"`` for more than two classes; the report then has a
+        ``multiclass`` entry with the confusion matrices and per-class errors of the
+        choice (exact refit CV, and the test data), and ``plot`` draws them
+        (:mod:`kernelcv.reports.multiclass`).
     Other parameters: as :func:`kernelcv.selection.search.grid_search`.
 
     Returns
@@ -136,7 +142,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     result = grid_search(
         X, y, machine, kernel=kernel, gammas=gammas, degrees=degrees, lams=lams, gamma=gamma,
         coef0=coef0, huber_width=huber_width, svr_epsilon=svr_epsilon,
-        fit_intercept=fit_intercept, method=method, folds=folds, order=order,
+        fit_intercept=fit_intercept, multiclass=multiclass, method=method, folds=folds,
+        order=order,
         epsilon=epsilon, granularity=granularity, confirm=confirm,
         recheck_degenerate=recheck_degenerate, random_state=seed, n_jobs=n_jobs,
         scheduler=scheduler, checkpoint=checkpoint, progress=progress,
@@ -151,6 +158,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                    "granularity": granularity if auto else None})
 
     report["test_error"] = None
+    test_predicted = None
     if test is None and method == "rff" and final != "auto":
         report["notes"].append(f"--final {final} chooses the model that is tested; without "
                                "--test no final model was fit")
@@ -161,18 +169,28 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         report["final_model"] = kind
         report["notes"].extend(notes)
         test_tic = time.perf_counter()
-        predicted = model.predict(X_test)
-        report["test_error"] = _prediction_error(predicted, y_test, result.metric)
+        test_predicted = model.predict(X_test)
+        report["test_error"] = _prediction_error(test_predicted, y_test, result.metric)
         report["timings"]["test_seconds"] = time.perf_counter() - test_tic
     elif test is not None:
         test_tic = time.perf_counter()
-        report["test_error"] = _test_error(result, X, y, X_test, y_test, memory_budget)
+        test_predicted = _test_predictions(result, X, y, X_test, memory_budget)
+        report["test_error"] = _prediction_error(test_predicted, y_test, result.metric)
         report["timings"]["test_seconds"] = time.perf_counter() - test_tic
+    report["multiclass"] = None
+    if result.machine_spec.is_multiclass:
+        multi_tic = time.perf_counter()
+        report["multiclass"] = multiclass_entry(
+            result, X, y, test_labels=y_test, test_predicted=test_predicted,
+            memory_budget=memory_budget)
+        report["timings"]["multiclass_seconds"] = time.perf_counter() - multi_tic
 
     outputs: dict[str, bytes] = {}
     if plot:
         plot_tic = time.perf_counter()
         outputs.update(_figures(result, X, y, memory_budget, progress))
+        if report["multiclass"] is not None:
+            outputs.update(confusion_figures(report["multiclass"]))
         report["timings"]["plot_seconds"] = time.perf_counter() - plot_tic
         if not outputs:
             report["notes"].append(f"--plot: the {kernel} kernel has no parameter to plot "
@@ -226,7 +244,7 @@ def _check_test_data(X_test, y_test, X, y, machine, huber_width, svr_epsilon,
         if not np.all(np.isfinite(y_test)):
             raise KernelCVError(f"{path}: the test targets contain NaN or infinite values")
         return y_test
-    _, _, mapping = check_data(X, y, True)
+    _, _, mapping = check_data(X, y, True, multiclass=True)
     known = set(mapping.values())
     unknown = [v.item() if hasattr(v, "item") else v for v in np.unique(y_test)
                if v not in known]
@@ -236,8 +254,8 @@ def _check_test_data(X_test, y_test, X, y, machine, huber_width, svr_epsilon,
     return y_test
 
 
-def _test_error(result, X, y, X_test, y_test, memory_budget):
-    """Refit the best candidate on all training data; its test error.
+def _test_predictions(result, X, y, X_test, memory_budget):
+    """Refit the best candidate on all training data; its test predictions.
 
     The refit is a :class:`~kernelcv.machines.model.KernelModel` of the searched machine:
     the fit and prediction of the kernelcv estimator (e.g. ``L2SVMClassifier``) with the
@@ -248,7 +266,7 @@ def _test_error(result, X, y, X_test, y_test, memory_budget):
                     degree=int(best.get("degree", 3)), coef0=float(best.get("coef0", 1.0)))
     model = KernelModel(result.machine_spec, kernel, best["lam"],
                         memory_budget=memory_budget).fit(X, y)
-    return _prediction_error(model.predict(X_test), y_test, result.metric)
+    return model.predict(X_test)
 
 
 def _prediction_error(predicted, y_test, metric):
@@ -299,7 +317,7 @@ def _figures(result, X, y, memory_budget, progress) -> dict[str, bytes]:
 def _bif_along(result, candidates, order, X, y, memory_budget):
     """BIF CV error of order ``order`` for each candidate (one fit + r terms each)."""
     machine = result.machine_spec
-    _, y_pm, _ = check_data(X, y, machine.is_classifier)
+    _, y_pm, _ = check_data(X, y, machine.is_classifier, multiclass=True)
     factory = GramFactory(X, memory_budget=memory_budget)
     values = []
     for c in candidates:
@@ -321,7 +339,7 @@ def _exact_along(result, candidates, X, y, memory_budget, progress):
               else c["exact_error"] for c in candidates]
     todo = [i for i, v in enumerate(values) if v is None]
     machine = result.machine_spec
-    _, y_pm, _ = check_data(X, y, machine.is_classifier)
+    _, y_pm, _ = check_data(X, y, machine.is_classifier, multiclass=True)
     tasks = [{"setting": {k: candidates[i][k] for k in ("kernel", "gamma", "degree", "coef0")
                           if k in candidates[i]},
               "lam": candidates[i]["lam"], "n_folds": candidates[i]["n_folds"]}

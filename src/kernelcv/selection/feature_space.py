@@ -160,6 +160,9 @@ class FeatureSpace(CVMethod):
         """
         check_feature_options(machine.name, kernel, None, self.features, self.feature_map,
                               self.feature_loss)
+        if machine.is_multiclass:
+            raise KernelCVError("method 'rff' is binary for now; for more than two classes "
+                                "use method 'bif' (or 'closed-form' for krr/lssvm)")
         if machine.name == "svm" and not machine.fit_intercept:
             raise KernelCVError("method 'rff' refines and fits svm as LIBSVM's SVC, which "
                                 "always has an intercept: drop fit_intercept=False "

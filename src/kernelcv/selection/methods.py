@@ -33,6 +33,7 @@ from .._threads import blas_threads_for
 from ..criteria.closed_form import ClosedFormCV
 from ..criteria.evaluate import evaluate_lam
 from ..criteria.gacv import gacv
+from ..criteria.multiclass import MulticlassCV
 from ..criteria.result import (
     DEGENERATE_SHARE,
     NEGLIGIBLE_RATIO,
@@ -166,7 +167,9 @@ class CVMethod:
         with blas_threads_for(y.shape[0]):
             tic = time.perf_counter()
             K = gram_for_setting(data, setting, memory_budget)
-            state = self._setting_state(K, fold_ids, machine)
+            state = (MulticlassCV(K, y, fold_ids, machine,
+                                  closed_form=self.criterion == "closed-form")
+                     if machine.is_multiclass else self._setting_state(K, fold_ids, machine))
             setup = (time.perf_counter() - tic) / len(lams)
             records: list[dict | None] = [None] * len(lams)
             previous = None
@@ -179,13 +182,25 @@ class CVMethod:
         return records
 
     def _setting_state(self, K, fold_ids, machine):
-        """Work shared by the lam values of one setting (closed form: the eigenbasis)."""
+        """Work shared by the lam values of one setting (closed form: the eigenbasis).
+
+        For more than two classes the state is a
+        :class:`~kernelcv.criteria.multiclass.MulticlassCV` instead (its binary problems,
+        with their own closed forms), built by :meth:`evaluate_setting`.
+        """
         return None
 
     def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
-        ev = evaluate_lam(K, y, fold_ids, lam, machine, self.criterion, warm=previous,
-                          **self._evaluate_options(state))
+        ev = self._evaluate(K, y, fold_ids, lam, machine, state, previous)
         return cv_record(ev, lam, fold_ids), (ev.fit if ev.fit is not None else previous)
+
+    def _evaluate(self, K, y, fold_ids, lam, machine, state, warm, **options):
+        """One lam with this method's criterion: the binary machine, or every machine of
+        a multiclass scheme when ``state`` is a :class:`MulticlassCV`."""
+        if isinstance(state, MulticlassCV):
+            return state.evaluate(lam, machine, self.criterion, warm=warm, **options)
+        return evaluate_lam(K, y, fold_ids, lam, machine, self.criterion, warm=warm,
+                            **self._evaluate_options(state), **options)
 
     def _evaluate_options(self, state) -> dict:
         return {}
@@ -201,7 +216,11 @@ class CVMethod:
             tic = time.perf_counter()
             K = gram_for_setting(data, setting, memory_budget)
             folds = self.candidate_folds(y, fold_ids, n_folds, machine, random_state)
-            ev = evaluate_lam(K, y, folds, float(lam), machine, "exact")
+            if machine.is_multiclass:
+                ev = MulticlassCV(K, y, folds, machine).evaluate(float(lam), machine,
+                                                                  "exact")
+            else:
+                ev = evaluate_lam(K, y, folds, float(lam), machine, "exact")
         return {"cv_error": ev.cv_error, "fold_errors": [float(e) for e in ev.fold_errors],
                 "seconds": time.perf_counter() - tic}
 
@@ -313,6 +332,9 @@ class BIF(CVMethod):
     def bind(self, machine, kernel, random_state=None):
         if self.granularity is None:
             return self
+        if machine.is_multiclass:
+            raise KernelCVError("folds='auto' (granularity selection) is defined for binary "
+                                "machines; give multiclass data a number of folds")
         epsilon = check_tolerance(self.granularity.epsilon, loss_delta(machine))
         return replace(self, granularity=replace(self.granularity, epsilon=epsilon))
 
@@ -339,8 +361,8 @@ class BIF(CVMethod):
 
     def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
         if self.granularity is None:
-            ev = evaluate_lam(K, y, fold_ids, lam, machine, self.criterion, order=self.order,
-                              tol=self.tol, warm=previous)
+            ev = self._evaluate(K, y, fold_ids, lam, machine, state, previous,
+                                order=self.order, tol=self.tol)
             return cv_record(ev, lam, fold_ids), (ev.fit if ev.fit is not None else previous)
         rule, delta = self.granularity, loss_delta(machine)
         choice = bound_rule(rule.epsilon, delta=delta, lam=lam, kappa=state["kappa"],
@@ -392,6 +414,10 @@ class GACV(CVMethod):
         if machine.name != "svm":
             raise KernelCVError(f"method 'gacv' is defined for the hinge SVM (machine "
                                 f"'svm'), not {machine.name!r}")
+        if machine.is_multiclass:
+            raise KernelCVError("method 'gacv' is defined for binary SVMs (it scores one "
+                                "machine, not held-out classes); use method 'bif' for "
+                                "multiclass data")
         return self
 
     def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):

@@ -183,7 +183,11 @@ def halving_subsample(y, fold_ids, random_state, stratify: bool,
     if n // factor < HALVING_MIN_ROWS_PER_FOLD * t:
         return None
     rng = np.random.default_rng(0 if random_state is None else random_state)
-    groups = fold_ids * 2 + (y > np.min(y)) if stratify else fold_ids
+    if stratify:  # one group per fold and class (+-1 labels or class codes)
+        _, classes = np.unique(y, return_inverse=True)
+        groups = fold_ids * (int(classes.max()) + 1) + classes
+    else:
+        groups = fold_ids
     chosen = []
     for group in np.unique(groups):
         rows = np.flatnonzero(groups == group)

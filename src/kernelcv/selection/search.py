@@ -16,7 +16,7 @@ The driver fits no machine itself; the refinement's refits run in this process.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -202,8 +202,10 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
                             "screen='off' there")
     if average not in AVERAGES:
         raise KernelCVError(f"average must be 'pooled' or 'folds', got {average!r}")
+    X, y, mapping = check_data(X, y, machine.is_classifier, multiclass=True)
+    if machine.is_classifier and len(mapping) > 2:
+        machine = replace(machine, n_classes=len(mapping))
     method = method.bind(machine, space.kernel, random_state)
-    X, y, mapping = check_data(X, y, machine.is_classifier)
     n = y.shape[0]
     settings, setting_lams = space.resolve(n, method)
     fold_ids = make_folds(y, method.base_folds(folds, n), machine.is_classifier,
@@ -215,6 +217,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     config = {"machine": machine.name, "huber_width": float(getattr(loss, "width", 0.01)),
               "svr_epsilon": float(getattr(loss, "epsilon", 0.1)),
               "fit_intercept": machine.fit_intercept, **method.config_entries(machine),
+              **({"multiclass": machine.multiclass} if machine.is_multiclass else {}),
               "random_state": random_state, "memory_budget": budget}
     if estimate is not None:
         config["memory_estimate"] = int(estimate)
@@ -271,7 +274,12 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         notes.append(f"screened ({screening.strategy}): {len(candidates)} of {grid_size} "
                      f"candidates evaluated on all rows, {rounds} refinement rounds after "
                      "the start")
-    if mapping is not None and set(mapping.values()) != {-1, 1}:
+    if machine.is_multiclass:
+        notes.append(f"{len(mapping)} classes: {len(mapping) * (len(mapping) - 1) // 2} "
+                     "one-vs-one machines per candidate" if machine.multiclass == "ovo" else
+                     f"{len(mapping)} classes: {len(mapping)} one-vs-rest machines per "
+                     "candidate")
+    elif mapping is not None and set(mapping.values()) != {-1, 1}:
         notes.append(f"labels {mapping[-1]!r}/{mapping[1]!r} mapped to -1/+1")
     return SearchResult(
         candidates=candidates, best_index=best_index, machine=machine.name,
@@ -289,10 +297,10 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
 
 def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None, lams=None,
                 gamma=None, degree=3, coef0=1.0, huber_width=0.01, svr_epsilon=0.1,
-                fit_intercept=None, method=None, folds=10, order="inf", epsilon=None,
-                granularity="adaptive", confirm=3, recheck_degenerate=True, average="pooled",
-                random_state=0, tol=1e-6, n_jobs=1, backend="auto", scheduler=None,
-                checkpoint=None, progress=None, memory_budget=None,
+                fit_intercept=None, multiclass="ovo", method=None, folds=10, order="inf",
+                epsilon=None, granularity="adaptive", confirm=3, recheck_degenerate=True,
+                average="pooled", random_state=0, tol=1e-6, n_jobs=1, backend="auto",
+                scheduler=None, checkpoint=None, progress=None, memory_budget=None,
                 settings=None, setting_lams=None, Cs=None, features=30, feature_map="rff",
                 feature_loss=None, feature_seed=None, refine="auto",
                 refine_evals=REFINE_MAX_EVALS, screen="off") -> SearchResult:
@@ -312,6 +320,10 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     huber_width, svr_epsilon, fit_intercept : machine options (see :func:`make_machine`);
         ``fit_intercept`` None fits an intercept for lssvm, l2svm, svm and svr (krr is
         bias-free), False gives the papers' bias-free machines.
+    multiclass : {"ovo", "ovr"}: classifiers with more than two classes are
+        cross-validated as one machine per pair of classes (default) or per class against
+        the rest, on the same folds; the CV error is the multiclass 0-1 error of the
+        combined held-out predictions (:mod:`kernelcv.criteria.multiclass`).
     method : {"exact", "closed-form", "bif", "gacv", "rff"}; default closed-form for
         krr/lssvm, bif otherwise. ``gacv`` (svm only) ranks by Wahba's GACV, not by CV.
         ``rff`` (rbf kernel; svm, l2svm, krr, lssvm): exact t-fold CV of a linear machine
@@ -378,7 +390,7 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     CVs, an rff refinement one exact CV per visited point.
     """
     machine_spec = make_machine(machine, huber_width=huber_width, epsilon=svr_epsilon,
-                                fit_intercept=fit_intercept)
+                                fit_intercept=fit_intercept, multiclass=multiclass)
     cv_method = make_method(method, machine, folds=folds, order=order, epsilon=epsilon,
                             granularity=granularity, tol=tol, features=features,
                             feature_map=feature_map, feature_loss=feature_loss,

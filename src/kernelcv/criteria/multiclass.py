@@ -1,0 +1,138 @@
+"""Multiclass CV: the binary machines of a scheme, each cross-validated on the same folds.
+
+For one candidate (a Gram matrix on all n rows and one lam) every binary machine of
+:func:`kernelcv.machines.multiclass.binary_problems` is evaluated by the same criterion
+(:func:`kernelcv.criteria.evaluate.evaluate_lam`: exact refits, closed form, BIF of any
+order) on the rows it is trained on, with the folds restricted to those rows. A held-out
+point is then classified from the values that *its* fold-out machines give it:
+
+* one-vs-rest: every machine is trained on all rows, so its held-out values cover every
+  point;
+* one-vs-one: machine (a, b) is trained on the rows of a and b; a point of another class
+  in fold i is predicted by the pair's model fitted without fold i (the criterion's
+  "extra points": the same approximation as the fold's own members), or by the pair's
+  full model when fold i holds no row of a or b.
+
+The multiclass 0-1 error of those predictions is the CV error; it equals refit CV of the
+same scheme on the same folds wherever the criterion equals refit CV (exact, closed form,
+BIF order inf for KRR / LS-SVM).
+
+Cost per candidate: the binary criteria (one-vs-rest: k on n rows; one-vs-one:
+k (k - 1) / 2 on about 2n/k rows) plus, for one-vs-one, ``O(n^2 (k - 1))`` products for
+the other classes' points. The one-vs-one Gram blocks are copied once per kernel setting
+(about ``(2 (k - 1) / k) n^2`` floats in all).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..machines.multiclass import binary_problems, predict_codes
+from .closed_form import ClosedFormCV
+from .evaluate import Evaluation, evaluate_lam
+
+
+class MulticlassCV:
+    """The binary problems of one multiclass scheme on one Gram matrix and fold split.
+
+    Parameters
+    ----------
+    K : (n, n) Gram matrix on all rows.
+    codes : (n,) class codes ``0..k-1`` (float or int).
+    fold_ids : (n,) fold ids ``0..t-1``; every training part holds every class.
+    machine : a multiclass :class:`kernelcv.machines.Machine` (``n_classes``, ``multiclass``).
+    closed_form : prepare the closed-form eigendecompositions (one per distinct row set:
+        one for one-vs-rest, one per pair for one-vs-one).
+    """
+
+    def __init__(self, K, codes, fold_ids, machine, closed_form=False):
+        self.K = K
+        self.codes = np.asarray(codes).astype(np.intp)
+        self.fold_ids = fold_ids
+        self.n_classes = machine.n_classes
+        self.strategy = machine.multiclass
+        self.problems = binary_problems(self.codes, self.n_classes, self.strategy)
+        n = self.codes.shape[0]
+        self._parts = []
+        shared_closed = None
+        for problem in self.problems:
+            part = {"y": problem.targets(self.codes)}
+            if problem.rows is None:
+                part.update(K=K, folds=fold_ids, rows=None, extra=None)
+                if closed_form:
+                    if shared_closed is None:
+                        shared_closed = ClosedFormCV(K, fold_ids,
+                                                     fit_intercept=machine.fit_intercept)
+                    part["closed"] = shared_closed
+            else:
+                rows = problem.rows
+                present, local = np.unique(fold_ids[rows], return_inverse=True)
+                to_local = np.full(int(fold_ids.max()) + 1, -1)
+                to_local[present] = np.arange(present.size)
+                others = np.setdiff1d(np.arange(n), rows, assume_unique=True)
+                part.update(K=K[np.ix_(rows, rows)], folds=local, rows=rows,
+                            extra=(others, to_local[fold_ids[others]]))
+                if closed_form:
+                    part["closed"] = ClosedFormCV(part["K"], local,
+                                                  fit_intercept=machine.fit_intercept)
+            self._parts.append(part)
+
+    def evaluate(self, lam, machine, method, *, warm=None, **options) -> Evaluation:
+        """Every binary machine at ``lam``; the multiclass held-out error.
+
+        ``warm`` is the previous lam's ``Evaluation.fit`` (a list, one fit per machine);
+        ``options`` go to :func:`evaluate_lam` (order, tol, atol). The returned
+        :class:`Evaluation` has the multiclass ``cv_error`` and ``fold_errors``,
+        ``predictions`` the held-out class codes, ``decisions`` the (n, m) held-out values
+        of the m machines, ``fit`` the list of full fits, ``degenerate`` when any machine's
+        values are, ``heldout_ratio`` the smallest machine's, and ``order_used`` the
+        highest order any machine used.
+        """
+        tic = time.perf_counter()
+        n = self.codes.shape[0]
+        decisions = np.empty((n, len(self.problems)))
+        fits, orders, notes = [], [], []
+        degenerate, ratio, fit_seconds = False, np.inf, 0.0
+        for p, (problem, part) in enumerate(zip(self.problems, self._parts, strict=True)):
+            extra = None
+            if part["extra"] is not None and part["extra"][0].size:
+                others, ids = part["extra"]
+                extra = (self.K[np.ix_(others, part["rows"])], ids)
+            ev = evaluate_lam(part["K"], part["y"], part["folds"], lam, machine, method,
+                              closed=part.get("closed"),
+                              warm=None if warm is None else warm[p], extra=extra,
+                              **options)
+            if part["rows"] is None:
+                decisions[:, p] = ev.predictions
+            else:
+                decisions[part["rows"], p] = ev.predictions
+                if extra is not None:
+                    decisions[part["extra"][0], p] = ev.extra_predictions
+            fits.append(ev.fit)
+            orders.append(ev.order_used)
+            degenerate |= ev.degenerate
+            ratio = min(ratio, ev.heldout_ratio)
+            fit_seconds += ev.fit_seconds
+            notes.extend(f"machine {problem.label}: {note}" for note in ev.notes)
+        predicted = predict_codes(decisions, self.n_classes, self.strategy)
+        losses = (predicted != self.codes).astype(np.float64)
+        t = int(self.fold_ids.max()) + 1
+        per_fold = np.bincount(self.fold_ids, weights=losses, minlength=t) / np.bincount(
+            self.fold_ids, minlength=t)
+        evaluation = Evaluation(
+            cv_error=float(losses.mean()), fold_errors=per_fold, predictions=predicted,
+            order_used=_highest_order(orders), degenerate=degenerate,
+            heldout_ratio=float(ratio), fit_seconds=fit_seconds,
+            seconds=time.perf_counter() - tic, fit=fits, notes=notes)
+        evaluation.decisions = decisions
+        return evaluation
+
+
+def _highest_order(orders):
+    """``"inf"`` if any machine used it, else the largest int (None for non-BIF)."""
+    if any(order == "inf" for order in orders):
+        return "inf"
+    numbers = [order for order in orders if isinstance(order, int)]
+    return max(numbers) if numbers else None

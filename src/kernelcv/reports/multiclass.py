@@ -1,0 +1,54 @@
+"""What ``kernelcv select`` reports about a multiclass search: confusion matrices.
+
+For more than two classes the report gets a ``multiclass`` entry: the scheme
+(``"ovo"``/``"ovr"``), the classes, and the confusion matrix and per-class error of
+
+* ``cv``: the chosen candidate's held-out predictions by exact refit CV on the search's
+  folds (so its error is the exact CV error of the choice; one exact CV, as one
+  confirmation costs), and
+* ``test``: the refit model's predictions on the test data, when there is a test file.
+
+With ``--plot`` each becomes a figure (``confusion_cv.png``, ``confusion_test.png``).
+"""
+
+from __future__ import annotations
+
+from ..criteria.result import confusion_summary
+from ..cv import cross_validate
+from ..plotting import confusion_figure
+from .io import png
+
+CV_CONFUSION_NAME = "confusion_cv.png"
+TEST_CONFUSION_NAME = "confusion_test.png"
+
+
+def multiclass_entry(result, X, y, *, test_labels=None, test_predicted=None,
+                     memory_budget=None) -> dict:
+    """The report's ``multiclass`` entry for a finished multiclass search ``result``."""
+    spec = result.machine_spec
+    best = result.best_params
+    classes = [result.label_mapping[code] for code in sorted(result.label_mapping)]
+    loss = spec.loss
+    held_out = cross_validate(
+        X, y, spec.name, kernel=best["kernel"], gamma=best.get("gamma"), lam=best["lam"],
+        degree=int(best.get("degree", 3)), coef0=float(best.get("coef0", 1.0)),
+        huber_width=float(getattr(loss, "width", 0.01)),
+        epsilon=float(getattr(loss, "epsilon", 0.1)), fit_intercept=spec.fit_intercept,
+        multiclass=spec.multiclass, folds=result.fold_ids, method="exact",
+        memory_budget=memory_budget)
+    entry = {"strategy": spec.multiclass, "classes": classes,
+             "cv": confusion_summary(y, held_out.labels, classes), "test": None}
+    if test_labels is not None:
+        entry["test"] = confusion_summary(test_labels, test_predicted, classes)
+    return entry
+
+
+def confusion_figures(entry) -> dict[str, bytes]:
+    """PNG bytes of the confusion matrices of a ``multiclass`` entry."""
+    figures = {CV_CONFUSION_NAME: png(confusion_figure(
+        entry["cv"]["confusion"], entry["classes"],
+        title=f"held-out predictions (exact CV, {entry['strategy']})"))}
+    if entry.get("test") is not None:
+        figures[TEST_CONFUSION_NAME] = png(confusion_figure(
+            entry["test"]["confusion"], entry["classes"], title="test predictions"))
+    return figures
