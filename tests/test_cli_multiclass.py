@@ -1,0 +1,104 @@
+"""``kernelcv select`` and ``kernelcv cv`` on multiclass files: reports against references."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.datasets import dump_svmlight_file
+from sklearn.multiclass import OneVsOneClassifier
+
+from kernelcv.cli import main
+from kernelcv.estimators import HuberSVMClassifier
+from kernelcv.validation import make_folds
+
+
+def _blobs(seed, n, k=3):
+    rng = np.random.default_rng(seed)
+    codes = np.arange(n) % k
+    rng.shuffle(codes)
+    centres = rng.normal(scale=2.0, size=(k, 4))
+    return centres[codes] + rng.normal(size=(n, 4)), np.array([3, 5, 9, 11])[codes]
+
+
+@pytest.fixture(scope="module")
+def multiclass_files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("multiclass")
+    X, y = _blobs(0, 90)
+    X_test, y_test = _blobs(0, 120)  # same centres (same seed), new noise
+    X_test, y_test = X_test[90:], y_test[90:]
+    dump_svmlight_file(X, y, str(root / "train.svm"))
+    dump_svmlight_file(X_test, y_test, str(root / "test.svm"))
+    codes = np.unique(y, return_inverse=True)[1].astype(float)
+    folds = make_folds(codes, 5, True, 0)
+    np.savetxt(root / "folds.txt", folds, fmt="%d")
+    return root, X, y, X_test, y_test, folds
+
+
+def _run(capsys, args):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_select_reports_confusion_matrices_that_match_a_refit(capsys, multiclass_files,
+                                                              tmp_path):
+    root, X, y, X_test, y_test, folds = multiclass_files
+    out_dir = tmp_path / "out"
+    code, out, err = _run(capsys, [
+        "select", str(root / "train.svm"), "--machine", "svm", "--fold-ids",
+        str(root / "folds.txt"), "--gamma-grid", "0.05,0.5", "--lam-grid", "0.001,0.01",
+        "--test", str(root / "test.svm"), "--json", "--no-progress", "--out", str(out_dir),
+        "--plot"])
+    assert code == 0, err
+    report = json.loads(out[out.index("{"):])
+    entry = report["multiclass"]
+    assert entry["strategy"] == "ovo" and entry["classes"] == [3.0, 5.0, 9.0]
+    # held-out confusion: an independent refit per fold of OneVsOneClassifier
+    gamma, lam = report["best_params"]["gamma"], report["best_params"]["lam"]
+    held_out = np.empty_like(y)
+    for i in np.unique(folds):
+        test = folds == i
+        model = OneVsOneClassifier(HuberSVMClassifier(gamma=gamma, lam=lam))
+        held_out[test] = model.fit(X[~test], y[~test]).predict(X[test])
+    expected = [[int(np.sum((y == a) & (held_out == b))) for b in (3, 5, 9)]
+                for a in (3, 5, 9)]
+    assert entry["cv"]["confusion"] == expected
+    assert entry["cv"]["error"] == pytest.approx(np.mean(held_out != y))
+    assert report["best_cv_error"] == pytest.approx(entry["cv"]["error"])
+    final = OneVsOneClassifier(HuberSVMClassifier(gamma=gamma, lam=lam)).fit(X, y)
+    assert report["test_error"] == pytest.approx(np.mean(final.predict(X_test) != y_test))
+    assert sum(map(sum, entry["test"]["confusion"])) == y_test.size
+    assert {p.name for p in out_dir.iterdir()} >= {"report.json", "confusion_cv.png",
+                                                   "confusion_test.png"}
+
+
+def test_cv_multiclass_summary_and_scheme_option(capsys, multiclass_files):
+    root, X, y, *_ = multiclass_files
+    for scheme in ("ovo", "ovr"):
+        code, out, err = _run(capsys, [
+            "cv", str(root / "train.svm"), "--machine", "lssvm", "--gamma", "0.2", "--lam",
+            "0.01", "--method", "closed-form", "--multiclass", scheme, "--fold-ids",
+            str(root / "folds.txt"), "--json"])
+        assert code == 0, err
+        summary = json.loads(out)
+        assert summary["multiclass"]["strategy"] == scheme
+        confusion = np.array(summary["multiclass"]["cv"]["confusion"])
+        assert confusion.sum() == y.size
+        assert 1 - np.trace(confusion) / y.size == pytest.approx(summary["cv_error"])
+    code, out, err = _run(capsys, ["cv", str(root / "train.svm"), "--machine", "lssvm",
+                                   "--gamma", "0.2", "--lam", "0.01", "--method", "exact",
+                                   "--multiclass", "both"])
+    assert code == 2 and "--multiclass" in err
+
+
+def test_select_refuses_multiclass_for_binary_only_methods(capsys, multiclass_files):
+    root, *_ = multiclass_files
+    for extra, words in ((["--method", "gacv"], "gacv"),
+                         (["--folds", "auto", "--epsilon", "0.2"], "granularity"),
+                         (["--method", "rff"], "rff")):
+        code, out, err = _run(capsys, ["select", str(root / "train.svm"), "--machine", "svm",
+                                       "--no-progress", *extra])
+        assert code == 2, (extra, err)
+        assert words in err and len(err.strip().splitlines()) == 1
