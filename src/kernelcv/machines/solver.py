@@ -180,6 +180,46 @@ def _best_intercept(loss, y, F0, b0):
     return 0.5 * (lo + hi)
 
 
+def _central_intercept(loss, y, F0, b0):
+    """The midpoint of the interval of optimal intercepts around ``b0`` (flat slope).
+
+    When no point lies on a quadratic piece the objective is linear in b near the
+    optimum and, with ``sum_j g_j = 0``, flat: every b that keeps each point on its piece
+    is optimal (the same alpha). The solver would stop wherever its path entered that
+    interval, so fits from different starts disagreed; the midpoint (LIBSVM's choice for
+    a free-vector-less solution) makes the fit unique. Each end is found by doubling
+    steps until the slope ``sum_j g_j(F0_j + b)`` leaves zero, then bisection; O(n) per
+    slope evaluation, about 100 evaluations.
+    """
+    def flat(b):
+        g, h = loss.derivatives(y, F0 + b)
+        return float(np.sum(g)) == 0.0 and not np.any(h > 0)
+
+    ends = []
+    for direction in (-1.0, 1.0):
+        inside, step = b0, 1.0
+        outside = None
+        for _ in range(60):
+            candidate = b0 + direction * step
+            if flat(candidate):
+                inside, step = candidate, 2.0 * step
+            else:
+                outside = candidate
+                break
+        if outside is None:  # flat as far as 2^60: keep b0 (nothing to centre on)
+            return b0
+        for _ in range(100):
+            mid = 0.5 * (inside + outside)
+            if flat(mid):
+                inside = mid
+            else:
+                outside = mid
+            if abs(outside - inside) <= 1e-15 * max(1.0, abs(inside)):
+                break
+        ends.append(inside)
+    return 0.5 * (ends[0] + ends[1])
+
+
 def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, intercept0=0.0,
                        tol=1e-10, max_iter=100) -> FitResult:
     """Minimise ``(1/n) sum loss(y, K alpha + b) + lam alpha' K alpha`` by primal Newton.
@@ -283,6 +323,9 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
         if residual <= 1e-12 * g_scale and change <= tol * scale_F and balanced:
             converged = True
             break
+    if converged and fit_intercept and n and not np.any(h > 0) and float(np.sum(g)) == 0.0:
+        b = _central_intercept(loss, y, K_alpha, b)
+        F = K_alpha + b
     if not converged:
         # scikit-learn's warning class, so that users' filters for it apply; imported
         # here because importing scikit-learn costs ~1 s of a command's start-up.
