@@ -87,6 +87,10 @@ class HuberHingeLoss:
         _, first, second = smooth_plus(1.0 - y * f, self.width)
         return -y * first, second
 
+    def knots(self, y):
+        """(n, 2) decision values where each point changes piece (``y f = 1 -+ w``)."""
+        return np.column_stack([y * (1.0 - self.width), y * (1.0 + self.width)])
+
 
 @dataclass(frozen=True)
 class HuberInsensitiveLoss:
@@ -115,6 +119,11 @@ class HuberInsensitiveLoss:
         _, up1, up2 = smooth_plus(r - self.epsilon, self.width)
         _, down1, down2 = smooth_plus(-r - self.epsilon, self.width)
         return up1 - down1, up2 + down2
+
+    def knots(self, y):
+        """(n, 4) decision values where each point changes piece (``|f - y| = eps -+ w``)."""
+        e, w = self.epsilon, self.width
+        return y[:, None] + np.array([-e - w, -e + w, e - w, e + w])[None, :]
 
 
 def _check_width(width) -> None:

@@ -187,37 +187,17 @@ def _central_intercept(loss, y, F0, b0):
     optimum and, with ``sum_j g_j = 0``, flat: every b that keeps each point on its piece
     is optimal (the same alpha). The solver would stop wherever its path entered that
     interval, so fits from different starts disagreed; the midpoint (LIBSVM's choice for
-    a free-vector-less solution) makes the fit unique. Each end is found by doubling
-    steps until the slope ``sum_j g_j(F0_j + b)`` leaves zero, then bisection; O(n) per
-    slope evaluation, about 100 evaluations.
+    a free-vector-less solution) makes the fit unique. The interval's ends are the
+    nearest piece boundaries (``loss.knots``) above and below each ``F0_j + b0``: O(n).
     """
-    def flat(b):
-        g, h = loss.derivatives(y, F0 + b)
-        return float(np.sum(g)) == 0.0 and not np.any(h > 0)
-
-    ends = []
-    for direction in (-1.0, 1.0):
-        inside, step = b0, 1.0
-        outside = None
-        for _ in range(60):
-            candidate = b0 + direction * step
-            if flat(candidate):
-                inside, step = candidate, 2.0 * step
-            else:
-                outside = candidate
-                break
-        if outside is None:  # flat as far as 2^60: keep b0 (nothing to centre on)
-            return b0
-        for _ in range(100):
-            mid = 0.5 * (inside + outside)
-            if flat(mid):
-                inside = mid
-            else:
-                outside = mid
-            if abs(outside - inside) <= 1e-15 * max(1.0, abs(inside)):
-                break
-        ends.append(inside)
-    return 0.5 * (ends[0] + ends[1])
+    knots = getattr(loss, "knots", None)
+    if knots is None:
+        return b0
+    shifts = knots(y) - (F0 + b0)[:, None]
+    above, below = shifts[shifts > 0], shifts[shifts < 0]
+    if above.size == 0 or below.size == 0:
+        return b0
+    return b0 + 0.5 * (float(above.min()) + float(below.max()))
 
 
 def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, intercept0=0.0,
