@@ -64,9 +64,11 @@ def smooth_plus(z, width):
     ``z > w``; ``psi' in [0, 1]``, ``psi'' = 1 / (2 w)`` inside the band and 0 outside.
     """
     w = width
-    value = np.where(z < -w, 0.0, np.where(z > w, z, (z + w) ** 2 / (4.0 * w)))
-    first = np.where(z < -w, 0.0, np.where(z > w, 1.0, (z + w) / (2.0 * w)))
-    second = np.where(np.abs(z) <= w, 1.0 / (2.0 * w), 0.0)
+    # psi' = clip((z + w) / (2 w), 0, 1) and, below z = w, psi = w psi'^2: three passes
+    # over z instead of six (this runs in every line-search step).
+    first = np.clip((z + w) * (0.5 / w), 0.0, 1.0)
+    value = np.where(z > w, z, w * first * first)
+    second = np.where(np.abs(z) <= w, 0.5 / w, 0.0)
     return value, first, second
 
 
