@@ -1,9 +1,11 @@
-"""Reproducing the BIF papers' experiments against scikit-learn (``kernelcv bench``).
+"""Reproducing the papers' experiments against scikit-learn (``kernelcv bench``).
 
 * :mod:`.suites` — data sets, machines ("tables"), grids of the quick and full modes;
 * :mod:`.protocol` — random 50/50 splits, paired t-tests, summaries;
 * :mod:`.runners` — the compared selection criteria (kernelcv's and GridSearchCV);
 * :mod:`.convergence` — |BIF - exact| CV against the order r;
+* :mod:`.sloo_mps` — the ``sloo-mps`` table: SLOO-MPS's 10-fold CV error (Bo, Wang &
+  Jiao, Table 1) beside the paper's numbers and ``GridSearchCV(SVC)``;
 * :mod:`.tables`, :mod:`.figures` — Markdown / JSON tables and PNG figures;
 * :mod:`.bench` — :func:`run_bench`, which ties them together with checkpointing.
 """

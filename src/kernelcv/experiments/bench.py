@@ -14,6 +14,13 @@ line (an interrupted write) is dropped. At the
 end ``results.json``, ``results.md``, ``time_ratio.png`` and ``bif_order.png`` are
 written atomically.
 
+The ``sloo-mps`` table (:mod:`kernelcv.experiments.sloo_mps`) follows another protocol:
+no random halves, one 10-fold CV per set and kernel scheme of Bo, Wang & Jiao's Table 1,
+on its own sets (``--sets`` may name them; ``--splits``, ``--confirm``, ``--max-train``
+and ``--t-threshold`` do not apply). Its finished sets are checkpointed in the same file,
+keyed by set, data file and the table's settings; ``sloo_mps.csv`` and ``sloo_mps.png``
+are written beside the other outputs.
+
 Bad input — unknown mode, set or table names, sets and tables of different tasks only
 (no (set, table) pair to run), a missing data folder, an output path that is not a
 writable folder, matplotlib missing — is refused before any work starts. Sets
@@ -33,7 +40,7 @@ from .. import plotting
 from ..exceptions import KernelCVError
 from ..reports.io import jsonable, png, write_all
 from ..validation import make_folds
-from . import figures, tables
+from . import figures, sloo_mps, tables
 from .convergence import order_curve
 from .protocol import (
     default_t_threshold,
@@ -56,6 +63,9 @@ from .suites import DATASETS, MODES, TABLES, check_names, find_file, load_set, r
 
 CHECKPOINT = "checkpoint.jsonl"
 OUTPUTS = ("results.json", "results.md", "time_ratio.png", "bif_order.png")
+SLOO_OUTPUTS = (sloo_mps.CSV_NAME, sloo_mps.FIGURE)  # when the sloo-mps table runs
+ALL_TABLES = (*TABLES, sloo_mps.TABLE)
+ALL_SETS = (*DATASETS, *(name for name in sloo_mps.SETS if name not in DATASETS))
 _CONVERGENCE_MACHINES = {"classification": ("lssvm-rbf", "l2svm", "svm"),
                          "regression": ("krr", "svr")}
 
@@ -70,7 +80,8 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
     mode : {"quick", "full"} (see :mod:`kernelcv.experiments.suites`).
     splits : number R of random halves (default: the mode's, 3 or 10).
     seed : seed of the splits (split s uses ``seed + s``) and of each split's folds.
-    sets, tables_ : names to run (default: the mode's sets, every table).
+    sets, tables_ : names to run (default: the mode's sets, every table, ``sloo-mps``
+        included, on its mode's sets: :data:`kernelcv.experiments.sloo_mps.SLOO_MODES`).
     data_dir : data folder (default ``$KERNELCV_DATA`` or ``shared/datasets``).
     out : output folder (created); holds the checkpoint while running.
     max_train : largest training half to run (default: the mode's limit).
@@ -98,10 +109,14 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
     max_train = spec.max_train if max_train is None else max_train
     if isinstance(max_train, bool) or not isinstance(max_train, int) or max_train < 10:
         raise KernelCVError(f"--max-train must be an integer >= 10, got {max_train!r}")
-    set_names = check_names(spec.sets if sets is None else sets, DATASETS, "data set(s)")
-    table_names = check_names(list(TABLES) if tables_ is None else tables_, TABLES,
+    set_names = check_names(spec.sets if sets is None else sets, ALL_SETS, "data set(s)")
+    table_names = check_names(list(ALL_TABLES) if tables_ is None else tables_, ALL_TABLES,
                               "table(s)")
-    _check_pairs(set_names, table_names)
+    sloo_sets = None if sets is None else [s for s in set_names if s in sloo_mps.SETS]
+    _check_pairs([*set_names, *sloo_mps.SLOO_MODES[mode].sets] if sets is None
+                 else set_names, table_names)
+    paper_tables = [t for t in table_names if t in TABLES]
+    paper_sets = [s for s in set_names if s in DATASETS] if paper_tables else []
     t_threshold = default_t_threshold(splits) if t_threshold is None else float(t_threshold)
     folder = resolve_data_dir(data_dir)
     out = Path(out)
@@ -124,9 +139,9 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
     report_tables = {name: {"table": name, "title": TABLES[name].title,
                             "machine": TABLES[name].machine, "kernel": TABLES[name].kernel,
                             "metric": "0-1" if TABLES[name].task == "classification"
-                            else "MSE", "sets": []} for name in table_names}
+                            else "MSE", "sets": []} for name in paper_tables}
     skipped, set_seconds, first_split = [], {}, {}
-    for name in set_names:
+    for name in paper_sets:
         data = DATASETS[name]
         found = find_file(data, folder)
         if found is None:
@@ -134,7 +149,7 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
                             f"{folder} (looked for {', '.join(f for f, _ in data.files)})"})
             say(f"{name}: skipped (file not found)")
             continue
-        todo = [t for t in table_names if TABLES[t].task == data.task]
+        todo = [t for t in paper_tables if TABLES[t].task == data.task]
         if not todo:
             continue
         path, scaled = found
@@ -180,6 +195,11 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
                 "criteria": summarize(records, REFERENCE, t_threshold),
                 "splits": per_table[t]})
 
+    sloo = None
+    if sloo_mps.TABLE in table_names:
+        sloo = sloo_mps.run_sloo_table(sloo_sets, folder, mode, seed, n_jobs, store,
+                                       _file_stamp, say)
+        skipped += sloo["skipped"]
     speed = _speed_rows(report_tables)
     convergence = _convergence(report_tables, first_split, spec, say)
     report = {
@@ -187,7 +207,7 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
         "t_threshold": t_threshold, "data_dir": str(folder), "out": str(out),
         "grid": _grid_description(spec), "max_train": max_train, "confirm": confirm,
         "tables": list(report_tables.values()), "speed": speed,
-        "convergence": convergence, "skipped": skipped,
+        "convergence": convergence, "sloo_mps": sloo, "skipped": skipped,
         "environment": {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
                         "cpu_count": os.cpu_count(), "n_jobs": n_jobs},
         "timings": {"set_seconds": set_seconds},
@@ -269,18 +289,27 @@ def _grid_description(spec) -> dict:
                            f"{max(spec.degrees)} (gamma 1, coef0 1)"}
 
 
+def _tables_for(name) -> tuple[str, tuple[str, ...]]:
+    """The kind of a set and the tables that run on it."""
+    fit = ()
+    if name in DATASETS:
+        fit = tuple(t for t, spec in TABLES.items() if spec.task == DATASETS[name].task)
+    if name in sloo_mps.SETS:
+        fit += (sloo_mps.TABLE,)
+    return (DATASETS[name].task if name in DATASETS else "sloo-mps set"), fit
+
+
 def _check_pairs(set_names, table_names):
     """Refuse a selection in which no table applies to any set (tasks differ)."""
-    tasks = {DATASETS[name].task for name in set_names}
-    if any(TABLES[t].task in tasks for t in table_names):
+    if any(t in _tables_for(name)[1] for name in set_names for t in table_names):
         return
-    parts = []
-    for task in ("classification", "regression"):
-        sets_ = [n for n in set_names if DATASETS[n].task == task]
-        if sets_:
-            fit = [t for t, spec in TABLES.items() if spec.task == task]
-            parts.append(f"{', '.join(sets_)} ({task}) need tables {', '.join(fit)}")
-    given = ", ".join(f"{t} ({TABLES[t].task})" for t in table_names)
+    groups: dict = {}
+    for name in set_names:
+        groups.setdefault(_tables_for(name), []).append(name)
+    parts = [f"{', '.join(sets_)} ({kind}) need tables {', '.join(fit)}"
+             for (kind, fit), sets_ in groups.items()]
+    given = ", ".join(f"{t} ({TABLES[t].task if t in TABLES else 'sloo-mps sets'})"
+                      for t in table_names)
     raise KernelCVError(f"no selected table applies to the selected sets: {'; '.join(parts)}"
                         f"; got tables {given}. Choose matching --sets and --tables")
 
@@ -364,11 +393,16 @@ def _json_object(line):
 
 def _write_outputs(out: Path, report: dict, with_figures: bool) -> list[str]:
     payloads = {"results.md": tables.to_markdown(report).encode()}
+    sloo = report.get("sloo_mps") or {"rows": []}
+    if sloo["rows"]:
+        payloads[sloo_mps.CSV_NAME] = sloo_mps.to_csv(sloo).encode()
     if with_figures:
         if report["speed"]:
             payloads["time_ratio.png"] = png(figures.time_ratio_figure(report["speed"]))
         if report["convergence"]:
             payloads["bif_order.png"] = png(figures.order_figure(report["convergence"]))
+        if sloo["rows"]:
+            payloads[sloo_mps.FIGURE] = png(figures.sloo_mps_figure(sloo["rows"]))
     names = ["results.json", *payloads]
     report["files"] = [str(out / name) for name in names]
     payloads["results.json"] = tables.to_json(report).encode()

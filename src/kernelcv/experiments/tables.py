@@ -2,7 +2,8 @@
 
 The Markdown has, per machine ("table"), one table of test errors and one of selection
 seconds (rows: data sets, columns: criteria, cells ``mean ± std`` over the splits), a
-speed table against scikit-learn, the BIF convergence numbers and the skipped sets.
+speed table against scikit-learn, the BIF convergence numbers, the ``sloo-mps`` table
+(:func:`kernelcv.experiments.sloo_mps.markdown`) and the skipped sets.
 A test-error cell is marked ``↑`` (significantly worse) or ``↓`` (significantly better)
 when the paired t statistic against the reference criterion exceeds the threshold.
 """
@@ -13,6 +14,7 @@ import json
 import math
 
 from ..reports.io import jsonable
+from .sloo_mps import markdown as sloo_markdown
 
 
 def _num(value, digits=3) -> str:
@@ -35,16 +37,8 @@ def _cell(entry: dict, key: str, digits=3, mark=False) -> str:
     return text
 
 
-def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
-
-
-def to_markdown(report: dict) -> str:
-    """The whole report as Markdown (tables plus a short legend)."""
-    out = [f"# kernelcv bench ({report['mode']} mode)", ""]
-    out.append(
+def _legend(report: dict) -> list[str]:
+    return [
         f"{report['splits']} random 50/50 splits (seed {report['seed']}); grid "
         f"{report['grid']['description']}; selection on the training half, test error on "
         f"the other half (0-1 error, or MSE of standardised targets). Cells: mean ± std "
@@ -57,8 +51,20 @@ def to_markdown(report: dict) -> str:
         "C = 1 / (2 m lam) (SVC, SVR), m the mean training-fold size, and refits its "
         "choice with m = n; the LS-SVM tables run kernelcv's LS-SVM without a bias "
         "term, the same model as KernelRidge (0-1 error of sign f), and the L2-SVM, "
-        "Huber-SVM and SVR tables the papers' bias-free machines.")
-    out.append("")
+        "Huber-SVM and SVR tables the papers' bias-free machines.", ""]
+
+
+def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def to_markdown(report: dict) -> str:
+    """The whole report as Markdown (tables plus a short legend)."""
+    out = [f"# kernelcv bench ({report['mode']} mode)", ""]
+    if report["tables"]:  # the split protocol's legend (absent with only sloo-mps)
+        out += _legend(report)
     for table in report["tables"]:
         if not table["sets"]:
             continue
@@ -89,6 +95,7 @@ def to_markdown(report: dict) -> str:
         rows = [["mean abs prediction gap", *[_num(v, 4) for v in curve["prediction_gap"]]],
                 ["abs CV error gap", *[_num(v, 4) for v in curve["cv_gap"]]]]
         out += _markdown_table(header, rows) + [""]
+    out += sloo_markdown(report.get("sloo_mps"))
     if report.get("skipped"):
         out += ["## Skipped", ""]
         out += [f"* {s['set']}: {s['reason']}" for s in report["skipped"]] + [""]
