@@ -50,7 +50,7 @@ def test_select_reports_confusion_matrices_that_match_a_refit(capsys, multiclass
         "select", str(root / "train.svm"), "--machine", "svm", "--fold-ids",
         str(root / "folds.txt"), "--gamma-grid", "0.05,0.5", "--lam-grid", "0.001,0.01",
         "--test", str(root / "test.svm"), "--json", "--no-progress", "--out", str(out_dir),
-        "--plot"])
+        "--plot", "--multiclass", "ovo"])
     assert code == 0, err
     report = json.loads(out[out.index("{"):])
     entry = report["multiclass"]
@@ -102,3 +102,12 @@ def test_select_refuses_multiclass_for_binary_only_methods(capsys, multiclass_fi
                                        "--no-progress", *extra])
         assert code == 2, (extra, err)
         assert words in err and len(err.strip().splitlines()) == 1
+
+
+def test_one_vs_rest_is_the_default(capsys, multiclass_files):
+    root, *_ = multiclass_files
+    code, out, err = _run(capsys, ["select", str(root / "train.svm"), "--machine", "lssvm",
+                                   "--gamma-grid", "0.1", "--lam-grid", "0.01", "--json",
+                                   "--no-progress"])
+    assert code == 0, err
+    assert json.loads(out[out.index("{"):])["multiclass"]["strategy"] == "ovr"

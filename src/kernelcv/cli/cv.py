@@ -27,7 +27,7 @@ _MAX_LISTED_FOLDS = 20
 
 
 def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
-           huber_width=0.01, epsilon=0.1, fit_intercept=None, multiclass="ovo",
+           huber_width=0.01, epsilon=0.1, fit_intercept=None, multiclass="ovr",
            folds=DEFAULT_FOLDS,
            seed=DEFAULT_SEED, fold_ids=None, method="exact", order=5,
            memory_budget=None) -> dict:
@@ -107,9 +107,9 @@ def add_arguments(parser):
     machine.add_argument("--no-intercept", action="store_true",
                          help="fit lssvm, l2svm, svm or svr without their intercept (the "
                               "papers' bias-free machines; krr never has one)")
-    machine.add_argument("--multiclass", choices=("ovo", "ovr"), default="ovo",
-                         help="more than two classes: one machine per pair of classes "
-                              "(ovo, default, as SVC) or per class against the rest")
+    machine.add_argument("--multiclass", choices=("ovo", "ovr"), default="ovr",
+                         help="more than two classes: one machine per class against the rest "
+                              "(ovr, default) or per pair of classes (ovo, as SVC)")
 
     folds = parser.add_argument_group("folds")
     source = folds.add_mutually_exclusive_group()

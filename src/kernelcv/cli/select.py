@@ -71,9 +71,9 @@ def add_arguments(parser):
     machine.add_argument("--no-intercept", action="store_true",
                          help="fit lssvm, l2svm, svm or svr without their intercept (the "
                               "papers' bias-free machines; krr never has one)")
-    machine.add_argument("--multiclass", choices=("ovo", "ovr"), default="ovo",
-                         help="more than two classes: one machine per pair of classes "
-                              "(ovo, default, as SVC) or per class against the rest")
+    machine.add_argument("--multiclass", choices=("ovo", "ovr"), default="ovr",
+                         help="more than two classes: one machine per class against the rest "
+                              "(ovr, default) or per pair of classes (ovo, as SVC)")
     grid = parser.add_argument_group(
         "grids (comma lists; 2^k powers; ranges like 2^-3..2^3)")
     widths = grid.add_mutually_exclusive_group()

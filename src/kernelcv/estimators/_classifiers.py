@@ -39,9 +39,10 @@ class LSSVMClassifier(_KernelMachineClassifier):
         :mod:`kernelcv.memory`.
     fit_intercept : bool, default=True
         Fit the unregularised intercept ``b``.
-    multiclass : {"ovo", "ovr"}, default="ovo"
-        More than two classes: one machine per pair of classes on their rows, combined by
-        votes (as SVC), or one machine per class against the rest (largest value wins).
+    multiclass : {"ovo", "ovr"}, default="ovr"
+        More than two classes: one machine per class against the rest (largest value
+        wins), or one machine per pair of classes on their rows, combined by votes (as
+        SVC).
 
     Attributes
     ----------
@@ -75,7 +76,7 @@ class LSSVMClassifier(_KernelMachineClassifier):
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
                  tol=1e-10, max_iter=100, memory_budget=None, fit_intercept=True,
-                 multiclass="ovo"):
+                 multiclass="ovr"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -123,9 +124,10 @@ class L2SVMClassifier(_KernelMachineClassifier):
         :mod:`kernelcv.memory`.
     fit_intercept : bool, default=True
         Fit the unregularised intercept ``b`` (False: the bias-free machine).
-    multiclass : {"ovo", "ovr"}, default="ovo"
-        More than two classes: one machine per pair of classes on their rows, combined by
-        votes (as SVC), or one machine per class against the rest (largest value wins).
+    multiclass : {"ovo", "ovr"}, default="ovr"
+        More than two classes: one machine per class against the rest (largest value
+        wins), or one machine per pair of classes on their rows, combined by votes (as
+        SVC).
 
     Attributes
     ----------
@@ -161,7 +163,7 @@ class L2SVMClassifier(_KernelMachineClassifier):
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
                  tol=1e-10, max_iter=100, memory_budget=None, fit_intercept=True,
-                 multiclass="ovo"):
+                 multiclass="ovr"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -211,9 +213,10 @@ class HuberSVMClassifier(_KernelMachineClassifier):
         :mod:`kernelcv.memory`.
     huber_width : float > 0, default=0.01
         Half-width ``w`` of the smoothed band around the hinge's kink.
-    multiclass : {"ovo", "ovr"}, default="ovo"
-        More than two classes: one machine per pair of classes on their rows, combined by
-        votes (as SVC), or one machine per class against the rest (largest value wins).
+    multiclass : {"ovo", "ovr"}, default="ovr"
+        More than two classes: one machine per class against the rest (largest value
+        wins), or one machine per pair of classes on their rows, combined by votes (as
+        SVC).
 
     Attributes
     ----------
@@ -250,7 +253,7 @@ class HuberSVMClassifier(_KernelMachineClassifier):
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
                  tol=1e-10, max_iter=100, memory_budget=None, huber_width=0.01,
-                 fit_intercept=True, multiclass="ovo"):
+                 fit_intercept=True, multiclass="ovr"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree

@@ -124,7 +124,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
     keep the same lam (the objective is normalised by the number of training points), so
     with ``method="exact"`` the choice equals ``GridSearchCV`` over the same estimator
     and folds. More than two classes are cross-validated with the estimator's
-    ``multiclass`` scheme (one-vs-one by default; see :mod:`kernelcv.criteria.multiclass`):
+    ``multiclass`` scheme (one-vs-rest by default; see :mod:`kernelcv.criteria.multiclass`):
     with ``method="exact"`` the choice equals ``GridSearchCV`` over
     ``OneVsOneClassifier`` (or ``OneVsRestClassifier``) of the same estimator.
     """
@@ -241,7 +241,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             make_machine(machine, huber_width=options.get("huber_width", 0.01),
                          epsilon=options.get("epsilon", 0.1),
                          fit_intercept=options.get("fit_intercept"),
-                         multiclass=options.get("multiclass", "ovo")),
+                         multiclass=options.get("multiclass", "ovr")),
             method, SearchSpace.explicit(kernels.pop() if len(kernels) == 1 else "mixed",
                                          settings, setting_lams),
             folds=self.folds, random_state=self.random_state, average="folds",
