@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo bench bench-select bench-threads bench-tune bench-hypothetical bench-papers bench-rff lint imports clean
+.PHONY: test test-slow demo bench bench-select bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff lint imports clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ bench: $(STAMP)
 # kernelcv select (CLI) vs GridSearchCV / HalvingGridSearchCV (SVC); hours.
 bench-select: $(STAMP)
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) benchmarks/bench_select.py
+
+# Multiclass kernelcv select (ovo, ovr) vs GridSearchCV / HalvingGridSearchCV (SVC).
+bench-multiclass: $(STAMP)
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) benchmarks/bench_multiclass.py
 
 # Default BLAS threads vs one thread, idle and next to a CPU-bound process (no thread
 # variables here: the benchmark sets them per worker).
