@@ -13,8 +13,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..kernels import KERNELS, Kernel
 from ..machines import make_machine
-from ..machines.model import decision_values, fit_gram
-from ..machines.multiclass import binary_problems, class_scores, predict_codes
+from ..machines.model import decision_values, fit_gram, fit_scheme
+from ..machines.multiclass import class_scores, predict_codes
 
 # ---------------------------------------------------------------------------------------
 # Private helpers and base classes
@@ -184,17 +184,10 @@ class _KernelMachineClassifier(ClassifierMixin, _KernelMachine):
             self.intercept_ = float(result.intercept)
             self.n_iter_ = int(result.n_iter)
             return self
-        problems = binary_problems(y_index, n_classes, self.multiclass)
-        self.dual_coef_ = np.zeros((len(problems), y_index.shape[0]))
-        self.intercept_ = np.zeros(len(problems))
-        self.n_iter_ = np.zeros(len(problems), dtype=np.int64)
-        for p, problem in enumerate(problems):
-            rows = slice(None) if problem.rows is None else problem.rows
-            result = self._fit_one(K if problem.rows is None else K[np.ix_(rows, rows)],
-                                   problem.targets(y_index))
-            self.dual_coef_[p, rows] = result.alpha
-            self.intercept_[p] = result.intercept
-            self.n_iter_[p] = result.n_iter
+        machine = make_machine(self._machine_name, **self._machine_options())
+        coef, self.intercept_, self.n_iter_ = fit_scheme(machine, K, y_index, n_classes,
+                                                         self.lam, self.tol, self.max_iter)
+        self.dual_coef_ = coef.T  # one row per binary machine, as before
         return self
 
     def decision_function(self, X):

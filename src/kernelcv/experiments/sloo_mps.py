@@ -40,13 +40,14 @@ from pathlib import Path
 
 import numpy as np
 import scipy.io
-from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit, StratifiedKFold
+from sklearn.model_selection import GridSearchCV, PredefinedSplit
 from sklearn.svm import SVC
 
 from ..criteria.smooth_loo import DEFAULT_GAMMA_S, PAPER_BETAS
 from ..datasets import load_data
 from ..estimators import SmoothLOOLSSVMClassifier, fixed_parameter_cv
 from ..exceptions import KernelCVError
+from ..reports.tune import tune_folds
 
 TABLE = "sloo-mps"
 TITLE = "SLOO-MPS: LS-SVM kernel mixtures tuned by the smooth LOO error (paper 002, Table 1)"
@@ -188,20 +189,9 @@ def load_sloo_set(path: Path, reader: str):
 
 
 def make_sloo_folds(y, seed: int, t: int = FOLDS):
-    """Fold ids as ``kernelcv tune`` draws them (stratified unless a class is smaller
-    than t) and whether they are stratified. Raises if a training part lacks a class."""
-    n = y.shape[0]
-    stratified = int(np.min(np.unique(y, return_counts=True)[1])) >= t
-    splitter = (StratifiedKFold(t, shuffle=True, random_state=seed) if stratified
-                else KFold(t, shuffle=True, random_state=seed))
-    ids = np.empty(n, dtype=np.int64)
-    for i, (_, part) in enumerate(splitter.split(np.zeros(n), y)):
-        ids[part] = i
-    classes = np.unique(y).size
-    for i in range(t):
-        if np.unique(y[ids != i]).size < classes:
-            raise KernelCVError(f"the training part of fold {i} lacks a class")
-    return ids, stratified
+    """Fold ids as ``kernelcv tune`` draws them (:func:`kernelcv.reports.tune.tune_folds`:
+    stratified unless a class is smaller than t) and whether they are stratified."""
+    return tune_folds(y, t, seed)
 
 
 def run_scheme(X, y, scheme: str, fold_ids, mode: SlooMode, seed: int) -> dict:

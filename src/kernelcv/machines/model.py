@@ -34,6 +34,28 @@ def fit_gram(machine: Machine, K, y, lam, tol=1e-10, max_iter=100) -> FitResult:
         return machine.fit(K, y, float(lam), tol=float(tol), max_iter=int(max_iter))
 
 
+def fit_scheme(machine: Machine, K, codes, n_classes: int, lam, tol=1e-10, max_iter=100):
+    """Every binary machine of ``machine.multiclass`` on the Gram matrix ``K`` of all rows.
+
+    ``codes`` are class codes ``0..n_classes-1``. Returns ``coef`` (n, m), one column per
+    machine of :func:`~kernelcv.machines.multiclass.binary_problems` (zero off the rows a
+    one-vs-one machine is trained on), ``intercepts`` (m,) and ``n_iter`` (m,). Cost: the
+    m binary fits on their rows (one-vs-one sub-blocks of K are copied).
+    """
+    problems = binary_problems(codes, n_classes, machine.multiclass)
+    coef = np.zeros((codes.shape[0], len(problems)))
+    intercepts = np.zeros(len(problems))
+    n_iter = np.zeros(len(problems), dtype=np.int64)
+    for p, problem in enumerate(problems):
+        rows = slice(None) if problem.rows is None else problem.rows
+        K_p = K if problem.rows is None else K[np.ix_(rows, rows)]
+        result = fit_gram(machine, K_p, problem.targets(codes), lam, tol, max_iter)
+        coef[rows, p] = result.alpha
+        intercepts[p] = result.intercept
+        n_iter[p] = result.n_iter
+    return coef, intercepts, n_iter
+
+
 def decision_values(kernel: Kernel, X, X_fit, coef, intercept=0.0, memory_budget=None):
     """``k(X, X_fit) @ coef + intercept``, computed :data:`BLOCK_ENTRIES` kernel entries
     at a time so memory stays O(BLOCK_ENTRIES) whatever the size of ``X``.
@@ -107,20 +129,10 @@ class KernelModel:
         return self
 
     def _fit_multiclass(self, codes):
-        """Every binary machine of the scheme on one Gram matrix."""
+        """Every binary machine of the scheme on one Gram matrix (:func:`fit_scheme`)."""
         K = self.kernel(self.X_fit_, memory_budget=self.memory_budget)
-        problems = binary_problems(codes, self.classes_.size, self.machine.multiclass)
-        self.dual_coef_ = np.zeros((codes.shape[0], len(problems)))
-        self.intercept_ = np.zeros(len(problems))
-        self.n_iter_ = np.zeros(len(problems), dtype=np.int64)
-        for p, problem in enumerate(problems):
-            rows = slice(None) if problem.rows is None else problem.rows
-            K_p = K if problem.rows is None else K[np.ix_(rows, rows)]
-            result = fit_gram(self.machine, K_p, problem.targets(codes), self.lam,
-                              self.tol, self.max_iter)
-            self.dual_coef_[rows, p] = result.alpha
-            self.intercept_[p] = result.intercept
-            self.n_iter_[p] = result.n_iter
+        self.dual_coef_, self.intercept_, self.n_iter_ = fit_scheme(
+            self.machine, K, codes, self.classes_.size, self.lam, self.tol, self.max_iter)
         return self
 
     def decision_function(self, X):

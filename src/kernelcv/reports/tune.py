@@ -73,7 +73,11 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
     check_dense_budget(n, n, len(spec.components) + 10 + 2 * int(ard),
                        "smooth leave-one-out tuning", memory_budget)
     notes = []
-    fold_ids = _folds(y, folds, seed, notes, data)
+    fold_ids, stratified = tune_folds(y, folds, seed, f"{data}: ")
+    if not stratified:
+        smallest = int(np.min(np.unique(y, return_counts=True)[1]))
+        notes.append(f"the smallest class has {smallest} samples, fewer than {folds} "
+                     "folds: plain shuffled folds are used")
     X_test = y_test = None
     if test is not None:
         X_test, y_test = _load(test, n_features=X.shape[1])
@@ -150,26 +154,28 @@ def _load(path, n_features=None):
     return X, y
 
 
-def _folds(y, t, seed, notes, data):
+def tune_folds(y, t, seed, where=""):
+    """The folds of ``kernelcv tune``'s CV error and whether they are stratified.
+
+    ``StratifiedKFold(t, shuffle=True, random_state=seed)`` when every class has t
+    members, else ``KFold``; refused when a training part lacks a class (``where`` prefixes
+    the message, e.g. the data path).
+    """
     n = y.shape[0]
     if t > n:
         raise KernelCVError(f"cannot make {t} folds from {n} samples")
-    smallest = int(np.min(np.unique(y, return_counts=True)[1]))
-    if smallest >= t:
-        splitter = StratifiedKFold(t, shuffle=True, random_state=seed)
-    else:
-        notes.append(f"the smallest class has {smallest} samples, fewer than {t} folds: "
-                     "plain shuffled folds are used")
-        splitter = KFold(t, shuffle=True, random_state=seed)
+    stratified = int(np.min(np.unique(y, return_counts=True)[1])) >= t
+    splitter = (StratifiedKFold(t, shuffle=True, random_state=seed) if stratified
+                else KFold(t, shuffle=True, random_state=seed))
     ids = np.empty(n, dtype=np.int64)
     for i, (_, part) in enumerate(splitter.split(np.zeros(n), y)):
         ids[part] = i
     n_classes = np.unique(y).size
     for i in range(t):
         if np.unique(y[ids != i]).size < n_classes:
-            raise KernelCVError(f"{data}: with {t} folds the training part of fold {i} "
+            raise KernelCVError(f"{where}with {t} folds the training part of fold {i} "
                                 "lacks a class; use fewer --folds")
-    return ids
+    return ids, stratified
 
 
 def _plain(value):
