@@ -359,19 +359,22 @@ def _newton_step_per_fold(K, g, h, lam, n, fold_ids, sizes, fit_intercept, Z):
     t = sizes.shape[0]
     weights = _retained_gradient_weights(g, fold_ids, sizes)
     betas = np.zeros(t)
+    on_quadratic = h > 0
     for i in range(t):
         retained = fold_ids != i
         n_retained = int(retained.sum())
-        active = np.flatnonzero(retained & (h > 0))
+        active = (retained & on_quadratic).nonzero()[0]
         if active.size:
-            M = K[np.ix_(active, active)]
-            M[np.diag_indices_from(M)] += 2 * lam * n_retained / h[active]
+            M = K[active[:, None], active]
+            M.flat[::active.size + 1] += 2 * lam * n_retained / h[active]
             factor = Factorisation(active, *cholesky_with_jitter(M))
-            y_a = factor.solve(Z[active, i])
             if fit_intercept:
-                ones = factor.solve(np.ones(active.size))
+                both = factor.solve(np.column_stack([Z[active, i], np.ones(active.size)]))
+                y_a, ones = both[:, 0], both[:, 1]
                 c = -g[retained].sum() / n_retained
                 betas[i] = (c - y_a.sum()) / ones.sum()
                 y_a = y_a + betas[i] * ones
+            else:
+                y_a = factor.solve(Z[active, i])
             weights[active, i] += y_a
     return weights, betas

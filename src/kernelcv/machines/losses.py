@@ -63,13 +63,29 @@ def smooth_plus(z, width):
     ``psi(z) = 0`` for ``z < -w``, ``(z + w)^2 / (4 w)`` for ``|z| <= w`` and ``z`` for
     ``z > w``; ``psi' in [0, 1]``, ``psi'' = 1 / (2 w)`` inside the band and 0 outside.
     """
-    w = width
-    # psi' = clip((z + w) / (2 w), 0, 1) and, below z = w, psi = w psi'^2: three passes
-    # over z instead of six (this runs in every line-search step).
-    first = np.clip((z + w) * (0.5 / w), 0.0, 1.0)
-    value = np.where(z > w, z, w * first * first)
-    second = np.where(np.abs(z) <= w, 0.5 / w, 0.0)
+    first, second = smooth_plus_derivatives(z, width)
+    # Below z = w, psi = w psi'^2.
+    value = np.where(z > width, z, width * first * first)
     return value, first, second
+
+
+def smooth_plus_derivatives(z, width):
+    """``(psi'(z), psi''(z))`` of :func:`smooth_plus` without its value.
+
+    ``psi' = clip((z + w) / (2 w), 0, 1)``; ``psi'' = 1 / (2 w)`` where ``|z| <= w``.
+    This runs in every Newton and line-search step of the solver, so it avoids
+    ``np.clip``'s wrapper and works in place: four passes over z.
+    """
+    w = width
+    first = np.empty(np.shape(z))
+    np.add(z, w, out=first)
+    first *= 0.5 / w
+    np.maximum(first, 0.0, out=first)
+    np.minimum(first, 1.0, out=first)
+    # |z| <= w exactly where 0 <= (z + w) / (2 w) <= 1 before clipping; compare z itself
+    # so that the band's ends match smooth_plus's definition bit for bit.
+    second = (np.abs(z) <= w) * (0.5 / w)
+    return first, second
 
 
 @dataclass(frozen=True)
@@ -86,7 +102,7 @@ class HuberHingeLoss:
         return smooth_plus(1.0 - y * f, self.width)[0]
 
     def derivatives(self, y, f):
-        _, first, second = smooth_plus(1.0 - y * f, self.width)
+        first, second = smooth_plus_derivatives(1.0 - y * f, self.width)
         return -y * first, second
 
     def knots(self, y):
@@ -118,8 +134,8 @@ class HuberInsensitiveLoss:
 
     def derivatives(self, y, f):
         r = f - y
-        _, up1, up2 = smooth_plus(r - self.epsilon, self.width)
-        _, down1, down2 = smooth_plus(-r - self.epsilon, self.width)
+        up1, up2 = smooth_plus_derivatives(r - self.epsilon, self.width)
+        down1, down2 = smooth_plus_derivatives(-r - self.epsilon, self.width)
         return up1 - down1, up2 + down2
 
     def knots(self, y):

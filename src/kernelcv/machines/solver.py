@@ -30,7 +30,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.linalg as sla
+from scipy.linalg.lapack import dpotrf, dpotrs
 
 from ..exceptions import KernelCVError
 
@@ -44,7 +44,7 @@ class Factorisation:
     jitter: float = 0.0
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
-        return sla.cho_solve(self.cho, rhs, check_finite=False)
+        return cholesky_solve(self.cho, rhs)
 
 
 @dataclass
@@ -69,23 +69,43 @@ class FitResult:
     factor: Factorisation | None = field(default=None, repr=False)
 
 
+def _potrf(M: np.ndarray):
+    """LAPACK's Cholesky of ``M`` (lower), or None when it is not positive definite.
+
+    ``scipy.linalg.cho_factor`` without its wrappers (argument checks, copies): the
+    solver factors thousands of small matrices per search, where those cost more than the
+    factorisation. Returns scipy's ``(c, lower)`` pair (the upper triangle of ``c`` keeps
+    ``M``'s values), so ``scipy.linalg.cho_solve`` accepts it too.
+    """
+    c, info = dpotrf(M, lower=1, clean=0, overwrite_a=0)
+    if info != 0:
+        return None
+    return c, True
+
+
+def cholesky_solve(cho: tuple, rhs: np.ndarray) -> np.ndarray:
+    """``M^-1 rhs`` from the Cholesky pair ``cho`` of :func:`cholesky_with_jitter`."""
+    c, lower = cho
+    x, info = dpotrs(c, rhs, lower=int(lower), overwrite_b=0)
+    if info != 0:
+        raise KernelCVError(f"LAPACK dpotrs failed (info {info})")
+    return x
+
+
 def cholesky_with_jitter(M: np.ndarray) -> tuple[tuple, float]:
     """Cholesky factor of the SPD matrix ``M``, adding a growing diagonal jitter if needed.
 
     The jitter starts at ``1e-12 * mean(diag M)`` and grows tenfold up to ``1e-6``; its
     final value is returned (0 when none was needed) and a warning is issued.
     """
-    try:
-        return sla.cho_factor(M, lower=True, check_finite=False), 0.0
-    except sla.LinAlgError:
-        pass
+    factor = _potrf(np.asarray(M, dtype=np.float64))
+    if factor is not None:
+        return factor, 0.0
     scale = float(np.mean(np.diag(M))) if M.size else 1.0
     for exponent in range(-12, -5):
         jitter = scale * 10.0**exponent
-        try:
-            factor = sla.cho_factor(M + jitter * np.eye(M.shape[0]), lower=True,
-                                    check_finite=False)
-        except sla.LinAlgError:
+        factor = _potrf(M + jitter * np.eye(M.shape[0]))
+        if factor is None:
             continue
         warnings.warn(
             f"kernel system not numerically positive definite; added jitter {jitter:.3g} "
@@ -101,39 +121,46 @@ def _objective(loss, y, F, alpha, K_alpha_dot, lam):
     return float(np.mean(loss.value(y, F)) + lam * K_alpha_dot)
 
 
-def _line_search(loss, y, F, dF, alpha, d_alpha, K_alpha, K_d, lam, n):
+def _line_search(loss, y, F, dF, g0, d_alpha, K_alpha, K_d, lam, n):
     """Exact minimiser over t in (0, 1] of the objective along the step.
 
     ``phi'(t)`` is monotone and piecewise linear (the losses are piecewise quadratic), so
     Newton's method on ``phi' = 0``, safeguarded by bisection of the bracket, lands on the
     root as soon as it reaches the right linear piece: a handful of O(n) evaluations.
+    ``g0`` is the loss gradient at ``F`` (``phi'(0)`` needs no new evaluation).
+
+    Returns ``(t, g, h)``: the step and the loss derivatives at ``F + t dF``, which the
+    search evaluated last (the solver's next iteration needs them).
     """
     curvature_reg = 2 * lam * float(d_alpha @ K_d)
     slope_reg = 2 * lam * float(d_alpha @ K_alpha)
+    dF2 = dF * dF
 
     def dphi(t):
         g, h = loss.derivatives(y, F + t * dF)
         return (float(g @ dF) / n + slope_reg + t * curvature_reg,
-                float(h @ (dF * dF)) / n + curvature_reg)
+                float(h @ dF2) / n + curvature_reg, g, h)
 
-    slope0, _ = dphi(0.0)
-    slope1, curv1 = dphi(1.0)
+    slope0 = float(g0 @ dF) / n + slope_reg
+    slope1, curv1, g, h = dphi(1.0)
     # phi' is monotone; at the exact minimiser phi'(1) is 0 up to rounding.
     if slope1 <= 1e-10 * abs(slope0) + 1e-300:
-        return 1.0
+        return 1.0, g, h
     lo, hi = 0.0, 1.0
     t, slope, curv = 1.0, slope1, curv1
     for _ in range(100):
         candidate = t - slope / curv if curv > 0 else -1.0
         t = candidate if lo < candidate < hi else 0.5 * (lo + hi)
-        slope, curv = dphi(t)
+        slope, curv, g, h = dphi(t)
         if abs(slope) <= 1e-12 * abs(slope0) or hi - lo < 1e-12:
             break
         if slope > 0:
             hi = t
         else:
             lo = t
-    return max(t, 1e-12)
+    if t < 1e-12:
+        return 1e-12, None, None
+    return t, g, h
 
 
 def _best_intercept(loss, y, F0, b0):
@@ -231,28 +258,32 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
     factor = None
     converged = False
     g, h = loss.derivatives(y, F)
+    two_lam_n = 2 * lam * n
     n_iter = 0
     while n_iter < max_iter:
         n_iter += 1
-        active = np.flatnonzero(h > 0)
-        fixed = np.flatnonzero(h == 0)
+        on_quadratic = h > 0
+        active = on_quadratic.nonzero()[0]
+        fixed = (~on_quadratic).nonzero()[0]
         target = np.empty(n)
-        target[fixed] = -g[fixed] / (2 * lam * n)
+        target[fixed] = -g[fixed] / two_lam_n
         b_new = b
         if active.size:
             h_a = h[active]
-            M = K[np.ix_(active, active)]
-            M[np.diag_indices_from(M)] += 2 * lam * n / h_a
+            M = K[active[:, None], active]
+            M.flat[::active.size + 1] += two_lam_n / h_a
             cho, jitter = cholesky_with_jitter(M)
             factor = Factorisation(active=active, cho=cho, jitter=jitter)
             rhs = -(g[active] - h_a * F[active]) / h_a
             if fixed.size:
-                rhs -= K[np.ix_(active, fixed)] @ target[fixed]
-            sol = factor.solve(rhs)
+                rhs -= K[active[:, None], fixed] @ target[fixed]
             if fit_intercept:
-                ones = factor.solve(np.ones(active.size))
+                both = factor.solve(np.column_stack([rhs, np.ones(active.size)]))
+                sol, ones = both[:, 0], both[:, 1]
                 b_new = (sol.sum() + target[fixed].sum()) / ones.sum()
-                sol -= b_new * ones
+                sol = sol - b_new * ones
+            else:
+                sol = factor.solve(rhs)
             target[active] = sol
         else:
             factor = None
@@ -267,23 +298,26 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
         d_alpha = target - alpha
         K_d = K @ d_alpha
         dF = K_d + (b_new - b)
-        scale_F = max(1.0, float(np.max(np.abs(F)))) if n else 1.0
-        full_change = float(np.max(np.abs(dF))) if n else 0.0
+        scale_F = max(1.0, float(np.abs(F).max())) if n else 1.0
+        full_change = float(np.abs(dF).max()) if n else 0.0
+        g_old_fixed = g[fixed]
+        h_old_active = h[active]
         if full_change <= tol * scale_F:
             # The Newton target is the current point: take it and stop (no line search,
             # whose slopes are pure rounding here).
-            step = 1.0
+            step, g, h = 1.0, None, None
         else:
-            step = _line_search(loss, y, F, dF, alpha, d_alpha, K_alpha, K_d, lam, n)
+            step, g, h = _line_search(loss, y, F, dF, g, d_alpha, K_alpha, K_d, lam, n)
         alpha = alpha + step * d_alpha
         b = b + step * (b_new - b)
         K_alpha = K_alpha + step * K_d
-        F = K_alpha + b
-        g_old_fixed = g[fixed]
-        h_old_active = h[active]
-        g, h = loss.derivatives(y, F)
-        residual = float(np.max(np.abs(2 * lam * n * alpha + g))) if n else 0.0
-        g_scale = max(1.0, float(np.max(np.abs(g)))) if n else 1.0
+        # F moves along the ray the line search evaluated (so its g, h are F's); it
+        # differs from K_alpha + b by rounding only.
+        F = F + step * dF
+        if g is None:
+            g, h = loss.derivatives(y, F)
+        residual = float(np.abs(two_lam_n * alpha + g).max()) if n else 0.0
+        g_scale = max(1.0, float(np.abs(g).max())) if n else 1.0
         # The full step landed on the same loss pieces it was computed for: F is then the
         # exact minimiser of a convex objective that equals the model near F. The active
         # set and curvatures can repeat while a point moves to another quadratic piece
@@ -291,7 +325,7 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
         # 2 lam n alpha + g = 0 is checked as well.
         balanced = (not fit_intercept
                     or abs(float(np.sum(g))) <= 1e-6 * g_scale * np.sqrt(max(n, 1)))
-        same_pieces = (np.array_equal(np.flatnonzero(h > 0), active)
+        same_pieces = (np.array_equal(h > 0, on_quadratic)
                        and np.array_equal(h[active], h_old_active)
                        and np.array_equal(g[fixed], g_old_fixed)
                        and residual <= 1e-6 * g_scale and balanced)
