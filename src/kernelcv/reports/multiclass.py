@@ -4,8 +4,9 @@ For more than two classes the report gets a ``multiclass`` entry: the scheme
 (``"ovo"``/``"ovr"``), the classes, and the confusion matrix and per-class error of
 
 * ``cv``: the chosen candidate's held-out predictions by exact refit CV on the search's
-  folds (so its error is the exact CV error of the choice; one exact CV, as one
-  confirmation costs), and
+  folds (so its error is the exact CV error of the choice): those of its confirmation
+  when the safeguards refit it (always, unless ``--no-safeguards``), else one exact CV
+  here, and
 * ``test``: the refit model's predictions on the test data, when there is a test file.
 
 With ``--plot`` each becomes a figure (``confusion_cv.png``, ``confusion_test.png``).
@@ -26,8 +27,23 @@ def multiclass_entry(result, X, y, *, test_labels=None, test_predicted=None,
                      memory_budget=None) -> dict:
     """The report's ``multiclass`` entry for a finished multiclass search ``result``."""
     spec = result.machine_spec
-    best = result.best_params
     classes = [result.label_mapping[code] for code in sorted(result.label_mapping)]
+    codes = result.exact_heldout.get(result.best_index)
+    if codes is not None:
+        labels = [classes[int(code)] for code in codes]
+    else:
+        labels = _exact_labels(result, X, y, memory_budget)
+    entry = {"strategy": spec.multiclass, "classes": classes,
+             "cv": confusion_summary(y, labels, classes), "test": None}
+    if test_labels is not None:
+        entry["test"] = confusion_summary(test_labels, test_predicted, classes)
+    return entry
+
+
+def _exact_labels(result, X, y, memory_budget):
+    """Held-out labels of the choice by one exact refit CV on the search's folds."""
+    spec = result.machine_spec
+    best = result.best_params
     loss = spec.loss
     held_out = cross_validate(
         X, y, spec.name, kernel=best["kernel"], gamma=best.get("gamma"), lam=best["lam"],
@@ -36,11 +52,7 @@ def multiclass_entry(result, X, y, *, test_labels=None, test_predicted=None,
         epsilon=float(getattr(loss, "epsilon", 0.1)), fit_intercept=spec.fit_intercept,
         multiclass=spec.multiclass, folds=result.fold_ids, method="exact",
         memory_budget=memory_budget)
-    entry = {"strategy": spec.multiclass, "classes": classes,
-             "cv": confusion_summary(y, held_out.labels, classes), "test": None}
-    if test_labels is not None:
-        entry["test"] = confusion_summary(test_labels, test_predicted, classes)
-    return entry
+    return held_out.labels
 
 
 def confusion_figures(entry) -> dict[str, bytes]:

@@ -221,8 +221,11 @@ class CVMethod:
                                                                   "exact")
             else:
                 ev = evaluate_lam(K, y, folds, float(lam), machine, "exact")
-        return {"cv_error": ev.cv_error, "fold_errors": [float(e) for e in ev.fold_errors],
-                "seconds": time.perf_counter() - tic}
+        result = {"cv_error": ev.cv_error, "fold_errors": [float(e) for e in ev.fold_errors],
+                  "seconds": time.perf_counter() - tic}
+        if machine.is_multiclass:  # the report's confusion matrix reuses them
+            result["heldout_codes"] = [int(c) for c in ev.predictions]
+        return result
 
     # ------------------------------------------------------------------ after the grid
     def report_entries(self, config: dict) -> dict:

@@ -42,7 +42,8 @@ def _exact_value(result: dict, average: str) -> float:
     return float(result["cv_error"])
 
 
-def run_safeguards(candidates, method, options, average, shared, store, execution):
+def run_safeguards(candidates, method, options, average, shared, store, execution,
+                   heldout=None):
     """Exact refits of degenerate candidates, then of the best ``options.confirm`` ones.
 
     ``method`` is the search's CV method object; its ``score_is_error`` says whether
@@ -50,7 +51,8 @@ def run_safeguards(candidates, method, options, average, shared, store, executio
     not confirmed again and the confirmation does not extend down the ranking).
     ``shared`` holds the arguments of :func:`kernelcv.selection.tasks.exact_task` common
     to all candidates; ``store`` an optional checkpoint; ``execution`` the workers.
-    Returns the rechecked and the confirmed indices.
+    Returns the rechecked and the confirmed indices. ``heldout``, a dict, receives the
+    multiclass held-out class codes of each refit candidate (index -> (n,) codes).
     """
     done = dict(store.confirmations) if store else {}
     confirm = options.confirm
@@ -79,6 +81,8 @@ def run_safeguards(candidates, method, options, average, shared, store, executio
         for i in indices:
             candidates[i]["exact_error"] = _exact_value(done[i], average)
             candidates[i]["exact_seconds"] = done[i]["seconds"]
+            if heldout is not None and done[i].get("heldout_codes") is not None:
+                heldout[i] = np.asarray(done[i]["heldout_codes"], dtype=np.intp)
 
     rechecked = []
     if options.recheck_degenerate:

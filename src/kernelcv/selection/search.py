@@ -58,6 +58,8 @@ class SearchResult:
         | ``confirmed`` | ``refined`` | ``pruned``: an rff refinement stopped its refit
         early, with ``exact_error_at_least``), ``rank``, timings and notes.
     best_index : index of the chosen candidate.
+    exact_heldout : multiclass searches: candidate index -> (n,) held-out class codes of
+        its exact refit CV, for the candidates the safeguards refit.
     """
 
     candidates: list[dict]
@@ -81,6 +83,7 @@ class SearchResult:
     feature_map: object = field(default=None, repr=False)
     criterion: CVMethod | None = field(default=None, repr=False)
     machine_spec: Machine | None = field(default=None, repr=False)
+    exact_heldout: dict = field(default_factory=dict, repr=False)
 
     @property
     def best(self) -> dict:
@@ -252,10 +255,10 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
             candidate["score"] = float(np.mean(candidate["fold_errors"]))
 
     confirm_tic = time.perf_counter()
-    rechecked, confirmed = [], []
+    rechecked, confirmed, heldout = [], [], {}
     if method.safeguarded:
         rechecked, confirmed = run_safeguards(candidates, method, safeguards, average,
-                                              shared, store, execution)
+                                              shared, store, execution, heldout)
     best_index = choose(candidates, method.safeguarded, method.score_is_error, confirmed,
                         rechecked)
     rank(candidates)
@@ -290,7 +293,8 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
                  "refine_seconds": time.perf_counter() - refine_tic,
                  "total_seconds": time.perf_counter() - total_tic},
         label_mapping=mapping, notes=notes, config=config, fold_ids=fold_ids,
-        feature_map=method.fitted_map(data), criterion=method, machine_spec=machine)
+        feature_map=method.fitted_map(data), criterion=method, machine_spec=machine,
+        exact_heldout=heldout)
 
 
 
