@@ -1,6 +1,8 @@
 """The LIBSVM start of the Huber machines: same optimum as the Newton solve from zero,
 far fewer Newton iterations; the start itself is LIBSVM's decision function."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -84,3 +86,28 @@ def test_losses_without_libsvm_counterpart_and_bad_start():
     assert libsvm_start(K, np.ones(40), 1e-2, make_machine("svm").loss, True) is None
     with pytest.raises(KernelCVError, match="start must be"):
         make_machine("svm").fit(K, y, 1e-2, start="smo")
+
+
+def test_multiclass_binary_problems_start_from_libsvm_from_fewer_rows(monkeypatch):
+    """A multiclass machine's binary problems use the start from
+    LIBSVM_START_MIN_ROWS_MULTICLASS rows; the fit is the same optimum as from zero."""
+    import kernelcv.machines as machines
+
+    calls = []
+    real = machines.libsvm_start
+    monkeypatch.setattr(machines, "libsvm_start", lambda *a: calls.append(1) or real(*a))
+    n = machines.LIBSVM_START_MIN_ROWS_MULTICLASS
+    assert n < machines.LIBSVM_START_MIN_ROWS
+    K, y = _classification(n, 3, 2.0)
+    binary = make_machine("svm")
+    multiclass = replace(binary, n_classes=3, multiclass="ovr")
+    assert multiclass.is_multiclass
+    reference = binary.fit(K, y, 1e-3)
+    assert calls == []
+    started = multiclass.fit(K, y, 1e-3)
+    assert calls == [1]
+    assert started.n_iter < reference.n_iter
+    np.testing.assert_allclose(started.decision, reference.decision, atol=1e-7)
+    calls.clear()
+    multiclass.fit(K[:n - 1, :n - 1], y[:n - 1], 1e-3)
+    assert calls == []

@@ -26,7 +26,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..exceptions import KernelCVError
-from .libsvm_start import LIBSVM_START_MIN_ROWS, libsvm_start, supports_libsvm_start
+from .libsvm_start import (
+    LIBSVM_START_MIN_ROWS,
+    LIBSVM_START_MIN_ROWS_MULTICLASS,
+    libsvm_start,
+    supports_libsvm_start,
+)
 from .losses import HuberHingeLoss, HuberInsensitiveLoss, SquaredHingeLoss, SquareLoss
 from .multiclass import check_strategy
 from .solver import FitResult, fit_kernel_machine
@@ -88,11 +93,17 @@ class Machine:
 
     def starts_from_libsvm(self, n_samples: int, start: str = "auto") -> bool:
         """Whether :meth:`fit` with this ``start`` begins at LIBSVM's solution for a
-        training set of ``n_samples`` rows (then a caller's warm start is not used)."""
+        training set of ``n_samples`` rows (then a caller's warm start is not used).
+
+        ``"auto"``: from :data:`LIBSVM_START_MIN_ROWS` rows, or from
+        :data:`LIBSVM_START_MIN_ROWS_MULTICLASS` rows for the binary problems of a
+        multiclass machine (see :mod:`kernelcv.machines.libsvm_start`)."""
         if start not in ("auto", "given", "libsvm"):
             raise KernelCVError(f"start must be 'auto', 'given' or 'libsvm', got {start!r}")
+        threshold = (LIBSVM_START_MIN_ROWS_MULTICLASS if self.is_multiclass
+                     else LIBSVM_START_MIN_ROWS)
         return supports_libsvm_start(self.loss) and (
-            start == "libsvm" or (start == "auto" and n_samples >= LIBSVM_START_MIN_ROWS))
+            start == "libsvm" or (start == "auto" and n_samples >= threshold))
 
     def fit(self, K, y, lam, alpha0=None, intercept0=0.0, start="auto",
             **kwargs) -> FitResult:
@@ -102,7 +113,8 @@ class Machine:
         ``intercept0`` (zeros by default); ``"libsvm"`` at LIBSVM's solution of the
         unsmoothed problem for ``svm``/``svr`` (:mod:`.libsvm_start`; 2-4 Newton
         iterations instead of tens), else as ``"given"``; ``"auto"`` (default) is
-        ``"libsvm"`` from :data:`LIBSVM_START_MIN_ROWS` rows, else ``"given"``. The
+        ``"libsvm"`` from :data:`LIBSVM_START_MIN_ROWS` rows (fewer for multiclass, see
+        :meth:`starts_from_libsvm`), else ``"given"``. The
         optimum is the same from every start; only the cost differs.
         """
         if self.starts_from_libsvm(K.shape[0], start):
