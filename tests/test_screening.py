@@ -130,6 +130,25 @@ def test_halving_subsample_is_a_third_stratified_by_fold_and_class():
     assert halving_subsample(y[:300], fold_ids[:300] % 10, 0, stratify=True) is not None
 
 
+def test_halving_subsample_of_one_vs_one_needs_rows_in_the_smallest_pair():
+    """One-vs-one: the two smallest classes must give 10 subsample rows per fold, else
+    the search walks coarse to fine (and says why)."""
+    y = np.repeat(np.arange(10), 90).astype(float)  # 900 rows, 10 classes
+    fold_ids = np.tile(np.arange(10), 90)
+    assert halving_subsample(y, fold_ids, 0, stratify=True) is not None  # one-vs-rest
+    assert halving_subsample(y, fold_ids, 0, stratify=True, pairwise=True) is None
+    big = np.repeat(np.arange(3), 300).astype(float)  # pairs of 600 rows: 20 per fold
+    assert halving_subsample(big, fold_ids, 0, stratify=True, pairwise=True) is not None
+    X, labels = make_classification(450, 5, n_informative=4, n_redundant=0, n_classes=5,
+                                    n_clusters_per_class=1, random_state=2)
+    result = grid_search(X, labels, "svm", multiclass="ovo", screen="halving",
+                         gammas=[0.1, 1.0], lams=[1e-3, 1e-2], folds=10, random_state=0)
+    assert any("smallest one-vs-one problem" in note for note in result.notes)
+    result = grid_search(X, labels, "svm", multiclass="ovr", screen="halving",
+                         gammas=[0.1, 1.0], lams=[1e-3, 1e-2], folds=10, random_state=0)
+    assert any("subsample of" in note for note in result.notes)
+
+
 def test_halving_walks_on_all_rows_from_the_subsample_ranking():
     X, y = make_classification(630, 6, n_informative=4, flip_y=0.05, random_state=5)
     y = 2.0 * y - 1

@@ -238,7 +238,8 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     search_tic = time.perf_counter()
     per_setting, rounds, screen_notes = evaluate_grid(
         settings, setting_lams, shared, execution, screening, store,
-        subsample=(X, method, machine.is_classifier, random_state))
+        subsample=(X, method, machine.is_classifier, random_state,
+                   machine.is_multiclass and machine.multiclass == "ovo"))
     search_seconds = time.perf_counter() - search_tic
 
     order = method.reported_order()
