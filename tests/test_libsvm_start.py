@@ -111,3 +111,7 @@ def test_multiclass_binary_problems_start_from_libsvm_from_fewer_rows(monkeypatc
     calls.clear()
     multiclass.fit(K[:n - 1, :n - 1], y[:n - 1], 1e-3)
     assert calls == []
+    calls.clear()
+    warm = multiclass.fit(K, y, 2e-3, alpha0=started.alpha, intercept0=started.intercept)
+    assert calls == []  # a warm start from a neighbouring lam is kept below 1000 rows
+    np.testing.assert_allclose(warm.decision, binary.fit(K, y, 2e-3).decision, atol=1e-7)

@@ -53,8 +53,9 @@ def refit_predictions(K, y, fold_ids, lam, machine, full_fit=None, extra=None):
     starts = None
     sizes = np.bincount(fold_ids)
     extra_predictions = None if extra is None else np.empty(extra[1].shape[0])
+    from_libsvm = machine.starts_from_libsvm(int(n - sizes.max()))
     if (full_fit is not None and not isinstance(machine.loss, SquareLoss)
-            and not machine.starts_from_libsvm(int(n - sizes.max()))):
+            and not from_libsvm):
         starts = fold_out_starts(K, y, fold_ids, lam, machine, full_fit)
     for i in range(int(fold_ids.max()) + 1):
         test = fold_ids == i
@@ -64,7 +65,7 @@ def refit_predictions(K, y, fold_ids, lam, machine, full_fit=None, extra=None):
         warm = {}
         if starts is not None:
             warm = {"alpha0": starts[i][0], "intercept0": starts[i][1]}
-        elif full_fit is not None:
+        elif full_fit is not None and not from_libsvm:
             warm = {"alpha0": full_fit.alpha[train] * (n / n_train),
                     "intercept0": full_fit.intercept}
         fit = machine.fit(K_train, y[train], lam, **warm)

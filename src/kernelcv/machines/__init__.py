@@ -91,16 +91,18 @@ class Machine:
             out["multiclass"] = self.multiclass
         return out
 
-    def starts_from_libsvm(self, n_samples: int, start: str = "auto") -> bool:
+    def starts_from_libsvm(self, n_samples: int, start: str = "auto",
+                           warm: bool = False) -> bool:
         """Whether :meth:`fit` with this ``start`` begins at LIBSVM's solution for a
         training set of ``n_samples`` rows (then a caller's warm start is not used).
 
-        ``"auto"``: from :data:`LIBSVM_START_MIN_ROWS` rows, or from
-        :data:`LIBSVM_START_MIN_ROWS_MULTICLASS` rows for the binary problems of a
-        multiclass machine (see :mod:`kernelcv.machines.libsvm_start`)."""
+        ``"auto"``: from :data:`LIBSVM_START_MIN_ROWS` rows; for the binary problems of a
+        multiclass machine started cold (``warm`` False) from
+        :data:`LIBSVM_START_MIN_ROWS_MULTICLASS` rows (see
+        :mod:`kernelcv.machines.libsvm_start`)."""
         if start not in ("auto", "given", "libsvm"):
             raise KernelCVError(f"start must be 'auto', 'given' or 'libsvm', got {start!r}")
-        threshold = (LIBSVM_START_MIN_ROWS_MULTICLASS if self.is_multiclass
+        threshold = (LIBSVM_START_MIN_ROWS_MULTICLASS if self.is_multiclass and not warm
                      else LIBSVM_START_MIN_ROWS)
         return supports_libsvm_start(self.loss) and (
             start == "libsvm" or (start == "auto" and n_samples >= threshold))
@@ -117,7 +119,7 @@ class Machine:
         :meth:`starts_from_libsvm`), else ``"given"``. The
         optimum is the same from every start; only the cost differs.
         """
-        if self.starts_from_libsvm(K.shape[0], start):
+        if self.starts_from_libsvm(K.shape[0], start, warm=alpha0 is not None):
             found = libsvm_start(K, y, lam, self.loss, self.fit_intercept)
             if found is not None:
                 alpha0, intercept0 = found
