@@ -111,3 +111,33 @@ def test_one_vs_rest_is_the_default(capsys, multiclass_files):
                                    "--no-progress"])
     assert code == 0, err
     assert json.loads(out[out.index("{"):])["multiclass"]["strategy"] == "ovr"
+
+
+@pytest.mark.parametrize("safeguards", [True, False])
+def test_select_confusion_reuses_the_confirmation(capsys, multiclass_files, monkeypatch,
+                                                  safeguards):
+    """With safeguards the chosen candidate was confirmed by exact CV, whose held-out
+    labels the report reuses (no second exact CV); without, one exact CV is run. Both
+    equal an independent refit per fold."""
+    import kernelcv.reports.multiclass as report_module
+
+    calls = []
+    real = report_module.cross_validate
+    monkeypatch.setattr(report_module, "cross_validate",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    root, X, y, _, _, folds = multiclass_files
+    code, out, err = _run(capsys, [
+        "select", str(root / "train.svm"), "--machine", "svm", "--fold-ids",
+        str(root / "folds.txt"), "--gamma-grid", "0.05,0.5", "--lam-grid", "0.001,0.01",
+        "--json", "--no-progress", "--multiclass", "ovr",
+        *([] if safeguards else ["--no-safeguards"])])
+    assert code == 0, err
+    assert calls == ([] if safeguards else [1])
+    report = json.loads(out[out.index("{"):])
+    gamma, lam = report["best_params"]["gamma"], report["best_params"]["lam"]
+    held_out = np.empty_like(y)
+    for i in np.unique(folds):
+        test = folds == i
+        model = HuberSVMClassifier(gamma=gamma, lam=lam, multiclass="ovr")
+        held_out[test] = model.fit(X[~test], y[~test]).predict(X[test])
+    assert report["multiclass"]["cv"]["error"] == pytest.approx(np.mean(held_out != y))
