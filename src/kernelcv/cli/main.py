@@ -64,6 +64,7 @@ COMMANDS = (
     Command("tune", "tune many kernel parameters of LS-SVM by a smooth leave-one-out error",
             "tune"),
     Command("bench", "reproduce the papers' experiments against scikit-learn", "bench"),
+    Command("data", "write scikit-learn's bundled example sets as train/test files", "data"),
 )
 
 
