@@ -9,11 +9,9 @@ scikit-learn is imported only when this command runs.
 
 from __future__ import annotations
 
-import argparse
-
 __all__ = ["add_arguments", "render", "run_command"]
 
-EPILOG = """examples:
+EXAMPLES = """examples:
   kernelcv data                                   # all three sets into ./data
   kernelcv data --out /tmp/sets breast_cancer
   kernelcv select data/breast_cancer_train.svm --test data/breast_cancer_test.svm \\
@@ -24,8 +22,6 @@ SETS = ("breast_cancer", "wine", "diabetes")
 
 def add_arguments(parser):
     """Declare the options of ``kernelcv data``."""
-    parser.epilog = EPILOG
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"sets to write (default all: {', '.join(SETS)})")
     parser.add_argument("--out", default="data", metavar="DIR",
