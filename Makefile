@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m ruff check src tests benchmarks tools
+	$(PY) -m ruff check src tests benchmarks tools examples
 	$(PY) -m pytest -q
 
 test-slow: $(STAMP)
@@ -52,7 +52,7 @@ bench-papers: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m kernelcv bench --quick --out bench-results
 
 lint: $(STAMP)
-	$(PY) -m ruff check src tests benchmarks tools
+	$(PY) -m ruff check src tests benchmarks tools examples
 
 # The package's internal import graph by top-level package, with each one's layer.
 imports: $(STAMP)

@@ -107,9 +107,9 @@ def test_json_equals_library(capsys, svm_file, machine, method, extra, kwargs):
 def test_json_regression(capsys, regression_file):
     path, X, y = regression_file
     summary, _ = _run_json(capsys, "cv", path, "--machine", "svr", "--gamma", 0.5,
-                           "--lam", 1e-3, "--epsilon", 0.2, "--method", "bif")
+                           "--lam", 1e-3, "--svr-epsilon", 0.2, "--method", "bif")
     expected = cross_validate(X, y, machine="svr", gamma=0.5, lam=1e-3, epsilon=0.2,
-                              method="bif", random_state=0)
+                              method="bif", order="inf", random_state=0)
     assert summary["cv_error"] == expected.cv_error
     assert summary["metric"] == "mse"
 

@@ -30,7 +30,7 @@ from .kernels import GramFactory, make_kernel
 from .machines import make_machine
 from .memory import check_dense_budget
 from .selection.methods import BIF, ClosedForm, ExactRefit, parse_order
-from .validation import check_data, check_positive, make_folds
+from .validation import check_data, check_positive, make_folds, splitter_fold_ids
 
 __all__ = ["METHODS", "cross_validate", "cross_validate_path", "parse_order"]
 
@@ -73,7 +73,7 @@ def _prepare(X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
 def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, degree=3,
                    coef0=1.0, huber_width=0.01, epsilon=0.1, fit_intercept=None,
                    multiclass="ovr", folds=10, method="exact", order=5, random_state=None,
-                   tol=1e-6, memory_budget=None) -> CVResult:
+                   tol=1e-6, memory_budget=None, groups=None) -> CVResult:
     """Estimate the t-fold cross-validation error of a kernel machine.
 
     Parameters
@@ -104,8 +104,11 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
         (one-vs-one, scikit-learn's ``OneVsOneClassifier`` rule) or the largest value
         (one-vs-rest), and the CV error is the multiclass 0-1 error (see
         :mod:`kernelcv.criteria.multiclass`).
-    folds : int or array of n fold ids
-        t shuffled (stratified for classifiers) folds, or explicit fold ids.
+    folds : int, array of n fold ids, scikit-learn splitter or list of (train, test)
+        t shuffled (stratified for classifiers) folds, explicit fold ids, or the splits
+        of a splitter (``KFold(5)``, ``StratifiedKFold(5)``, ``GroupKFold(5)`` with
+        ``groups``, ``LeaveOneOut()``, ...) whose test sets partition the samples (see
+        :func:`kernelcv.validation.splitter_fold_ids`).
     method : {"exact", "closed-form", "bif"}
     order : int, "inf" or "auto"
         BIF order (``method="bif"`` only).
@@ -114,6 +117,7 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
     tol : float
         Tolerance of ``order="auto"`` relative to ``max |F|``.
     memory_budget : bytes, "8G", or None (see :mod:`kernelcv.memory`).
+    groups : array of n group labels, for a splitter that uses them (``GroupKFold``).
 
     Returns
     -------
@@ -134,19 +138,24 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
         X, y, [lam], machine=machine, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
         huber_width=huber_width, epsilon=epsilon, fit_intercept=fit_intercept,
         multiclass=multiclass, folds=folds, method=method, order=order,
-        random_state=random_state, tol=tol, memory_budget=memory_budget)[0]
+        random_state=random_state, tol=tol, memory_budget=memory_budget, groups=groups)[0]
 
 
 def cross_validate_path(X, y, lams, machine="krr", kernel="rbf", gamma=None, *, degree=3,
                         coef0=1.0, huber_width=0.01, epsilon=0.1, fit_intercept=None,
                         multiclass="ovr", folds=10, method="exact", order=5,
-                        random_state=None, tol=1e-6, memory_budget=None) -> list[CVResult]:
+                        random_state=None, tol=1e-6, memory_budget=None,
+                        groups=None) -> list[CVResult]:
     """:func:`cross_validate` for several lam values sharing the kernel and the folds.
 
     The Gram matrix is computed once; ``closed-form`` shares one eigendecomposition across
     all lam values, the other methods warm-start each full fit from the previous lam
-    (taken in decreasing order). Results come back in the order of ``lams``.
+    (taken in decreasing order). Results come back in the order of ``lams``. ``folds``
+    and ``groups`` as in :func:`cross_validate` (a splitter is split once, here).
     """
+    if X is None or y is None:
+        raise KernelCVError("both X and y are required")
+    folds = splitter_fold_ids(folds, X, y, groups)
     with blas_threads_for(n_rows(y)):
         return _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width,
                          epsilon, fit_intercept, multiclass, folds, method, order,

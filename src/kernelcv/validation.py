@@ -212,3 +212,67 @@ def _shuffler(random_state):
     raise KernelCVError(
         "random_state must be None, an integer in [0, 2**32), a numpy.random.RandomState "
         f"or a numpy.random.Generator, got {random_state!r}")
+
+
+def splitter_fold_ids(folds, X, y, groups=None):
+    """Fold ids from a scikit-learn splitter or an iterable of (train, test) index pairs.
+
+    ``folds`` that is an int, a string (``"auto"``) or an array of fold ids is returned
+    unchanged (with ``groups`` refused: only a splitter uses them). A splitter
+    (``KFold(5)``, ``StratifiedKFold``, ``GroupKFold`` with ``groups``, ``LeaveOneOut``,
+    ``PredefinedSplit``, ...: any object with a ``split(X, y, groups)`` method) or a list
+    of (train, test) pairs gives fold id k to the test indices of split k. The test sets
+    must partition the samples and each training set must be the rest (the fast criteria
+    hold out every sample exactly once); ``ShuffleSplit``-like splitters are refused.
+    Cost: O(n t) for t splits.
+    """
+    splits = None
+    if hasattr(folds, "split") and callable(folds.split):
+        try:
+            splits = list(folds.split(X, y, groups))
+        except ValueError as error:
+            raise KernelCVError(f"the splitter {type(folds).__name__} failed: {error}") \
+                from None
+    elif not isinstance(folds, numbers.Integral | str | np.ndarray) and folds is not None:
+        items = list(folds) if hasattr(folds, "__iter__") else folds
+        if _is_pair_list(items):
+            splits = items
+        else:
+            folds = items
+    if splits is None:
+        if groups is not None:
+            raise KernelCVError("groups are used only by a splitter such as GroupKFold; "
+                                "pass cv=GroupKFold(5) with them")
+        return folds
+    n = y.shape[0] if hasattr(y, "shape") else len(y)
+    ids = np.full(n, -1, dtype=np.int64)
+    for k, (train, test) in enumerate(splits):
+        test = np.asarray(test).reshape(-1)
+        if test.dtype == bool:
+            test = np.flatnonzero(test)
+        if np.any(ids[test] >= 0) or np.unique(test).size != test.size:
+            raise KernelCVError("the splits' test sets overlap; kernelcv needs splits whose "
+                                "test sets partition the samples (KFold, StratifiedKFold, "
+                                "GroupKFold, LeaveOneOut, PredefinedSplit)")
+        ids[test] = k
+        train = np.asarray(train).reshape(-1)
+        if train.dtype == bool:
+            train = np.flatnonzero(train)
+        if train.size + test.size != n:
+            raise KernelCVError(f"split {k}: the training set is not the complement of the "
+                                "test set; kernelcv trains each fold-out model on all other "
+                                "samples")
+    if np.any(ids < 0):
+        raise KernelCVError(f"{int(np.sum(ids < 0))} samples are in no test set; kernelcv "
+                            "needs splits whose test sets partition the samples (not "
+                            "ShuffleSplit-like splitters)")
+    if len(splits) < 2:
+        raise KernelCVError("the splitter gave fewer than 2 splits; need at least 2")
+    return ids
+
+
+def _is_pair_list(items) -> bool:
+    """Whether ``items`` is a list of (train, test) index pairs."""
+    return isinstance(items, list) and bool(items) and all(
+        isinstance(item, tuple | list) and len(item) == 2 and np.ndim(item[0]) == 1
+        for item in items)

@@ -44,6 +44,12 @@ def _threshold(text):
     return value
 
 
+EXAMPLES = """examples:
+  kernelcv bench --quick                    # the papers' tables, small, in minutes
+  kernelcv bench --quick --tables sloo-mps --out bench-results
+"""
+
+
 def add_arguments(parser):
     """Declare the options of ``kernelcv bench``."""
     what = parser.add_argument_group("what to run")

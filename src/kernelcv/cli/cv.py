@@ -8,6 +8,7 @@ estimate, printed as warnings in both output modes.
 
 from __future__ import annotations
 
+import argparse
 import math
 
 import numpy as np
@@ -17,6 +18,7 @@ from ..cv import METHODS, cross_validate
 from ..datasets import SUPPORTED_FORMATS, load_data, read_fold_ids
 from ..kernels import KERNELS
 from ..machines import CLASSIFIERS, MACHINES
+from ..reports.scaling import SCALINGS, apply_scaling, fit_scaling, scaling_entry
 from .options import budget_arg, format_number, order_arg
 
 __all__ = ["add_arguments", "problems", "render", "run_command", "run_cv"]
@@ -29,8 +31,8 @@ _MAX_LISTED_FOLDS = 20
 def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
            huber_width=0.01, epsilon=0.1, fit_intercept=None, multiclass="ovr",
            folds=DEFAULT_FOLDS,
-           seed=DEFAULT_SEED, fold_ids=None, method="exact", order=5,
-           memory_budget=None) -> dict:
+           seed=DEFAULT_SEED, fold_ids=None, method="exact", order="inf",
+           memory_budget=None, scale="none") -> dict:
     """Load a data file and estimate the cross-validation error of one kernel machine.
 
     Parameters
@@ -46,6 +48,9 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
         Seed of the fold assignment (fixed by default so that repeated runs agree).
     fold_ids : str or os.PathLike, optional
         File with one integer fold id per line (see :func:`kernelcv.datasets.read_fold_ids`).
+    scale : {"none", "standard", "minmax"}
+        Feature scaling fitted on all the data before the CV (the held-out folds' inputs
+        take part in it, as when a data set is scaled once with ``svm-scale``).
 
     Returns
     -------
@@ -61,6 +66,8 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
         For any problem with the files, the data or the settings.
     """
     X, y = load_data(data)
+    scaling = fit_scaling(X, scale)
+    X = apply_scaling(X, scaling)
     if fold_ids is not None:
         folds = read_fold_ids(fold_ids, y.shape[0])
         seed = None
@@ -79,7 +86,19 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     summary["data"] = str(data)
     summary["fold_ids"] = None if fold_ids is None else str(fold_ids)
     summary["seed"] = seed
+    summary["scaling"] = scaling_entry(scaling)
     return summary
+
+
+EXAMPLES = """examples:
+  kernelcv data    # writes data/breast_cancer_train.svm and the other example files
+  kernelcv cv data/breast_cancer_train.svm --machine lssvm --gamma 0.03 --lam 1e-3 \\
+      --method closed-form --scale standard
+  kernelcv cv data/breast_cancer_train.svm --machine l2svm --gamma 0.03 --lam 1e-3 \\
+      --method bif --order inf --folds 5 --json
+  kernelcv cv data/diabetes_train.svm --machine svr --gamma 0.1 --lam 1e-3 \\
+      --svr-epsilon 5 --method exact
+"""
 
 
 def add_arguments(parser):
@@ -102,8 +121,10 @@ def add_arguments(parser):
                          help="constant of the poly kernel (default: %(default)s)")
     machine.add_argument("--huber-width", type=float, default=0.01, metavar="H",
                          help="smoothing width of svm and svr (default: %(default)s)")
-    machine.add_argument("--epsilon", type=float, default=0.1, metavar="E",
-                         help="insensitivity of svr (default: %(default)s)")
+    machine.add_argument("--svr-epsilon", type=float, default=0.1, metavar="E",
+                         help="insensitivity of svr (default: %(default)s; the same option "
+                              "as in kernelcv select)")
+    machine.add_argument("--epsilon", type=float, help=argparse.SUPPRESS)
     machine.add_argument("--no-intercept", action="store_true",
                          help="fit lssvm, l2svm, svm or svr without their intercept (the "
                               "papers' bias-free machines; krr never has one)")
@@ -123,12 +144,16 @@ def add_arguments(parser):
     method = parser.add_argument_group("method")
     method.add_argument("--method", required=True, choices=METHODS,
                         help="exact refits, closed-form (krr, lssvm) or the bif approximation")
-    method.add_argument("--order", type=order_arg, default=5, metavar="R",
+    method.add_argument("--order", type=order_arg, default="inf", metavar="R",
                         help="bif order: a positive integer, 'inf' or 'auto' "
-                             "(default: %(default)s; bif only)")
+                             "(default: inf, as kernelcv select: held-out values formed "
+                             "directly, never degenerate; bif only)")
     method.add_argument("--memory-budget", type=budget_arg, metavar="BYTES",
                         help="refuse when dense n x n matrices would exceed this, e.g. 8G "
                              "(default: $KERNELCV_MEMORY_BUDGET or half the RAM)")
+    parser.add_argument("--scale", choices=SCALINGS, default="none",
+                        help="scale each feature before the CV: standard, minmax or none "
+                             "(default; see kernelcv select --help)")
     parser.add_argument("--json", action="store_true",
                         help="print the result as one JSON object")
 
@@ -137,13 +162,18 @@ def run_command(args, parser):
     """Turn the parsed options into a :func:`run_cv` call."""
     if args.seed is not None and args.fold_ids is not None:
         parser.error("argument --seed: not allowed with argument --fold-ids")
+    if args.epsilon is not None:
+        parser.error("argument --epsilon: the insensitivity of svr is --svr-epsilon (as in "
+                     "kernelcv select, where --epsilon is the tolerated CV error of "
+                     "--folds auto)")
     return run_cv(
         args.data, machine=args.machine, lam=args.lam, kernel=args.kernel, gamma=args.gamma,
         degree=args.degree, coef0=args.coef0, huber_width=args.huber_width,
-        epsilon=args.epsilon, fit_intercept=False if args.no_intercept else None,
+        epsilon=args.svr_epsilon, fit_intercept=False if args.no_intercept else None,
         multiclass=args.multiclass, folds=DEFAULT_FOLDS if args.folds is None else args.folds,
         seed=DEFAULT_SEED if args.seed is None else args.seed, fold_ids=args.fold_ids,
-        method=args.method, order=args.order, memory_budget=args.memory_budget)
+        method=args.method, order=args.order, memory_budget=args.memory_budget,
+        scale=args.scale)
 
 
 def render(summary, args=None):

@@ -11,6 +11,12 @@ from ..reports.hypothetical import MODELS, run_hypothetical
 from ..selection.grids import parse_grid
 from .options import format_number
 
+EXAMPLES = """examples:
+  kernelcv data    # writes data/breast_cancer_train.svm and the other example files
+  kernelcv hypothetical data/breast_cancer_train.svm --model enet
+  kernelcv hypothetical data/breast_cancer_train.svm --model enet --out results/ --plot
+"""
+
 
 def add_arguments(parser):
     """Declare the options of ``kernelcv hypothetical``."""

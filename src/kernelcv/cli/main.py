@@ -64,6 +64,7 @@ COMMANDS = (
     Command("tune", "tune many kernel parameters of LS-SVM by a smooth leave-one-out error",
             "tune"),
     Command("bench", "reproduce the papers' experiments against scikit-learn", "bench"),
+    Command("data", "write scikit-learn's bundled example sets as train/test files", "data"),
 )
 
 
@@ -83,7 +84,11 @@ def build_parser(declare=None) -> argparse.ArgumentParser:
         sub = commands.add_parser(command.name, help=command.help,
                                   description=command.help[:1].upper() + command.help[1:])
         if declare is None or command.name in declare:
-            command.load().add_arguments(sub)
+            module = command.load()
+            module.add_arguments(sub)
+            # Every command's --help ends with worked examples (module.EXAMPLES).
+            sub.epilog = module.EXAMPLES
+            sub.formatter_class = argparse.RawDescriptionHelpFormatter
         sub.set_defaults(_command=command, _parser=sub)
     return parser
 

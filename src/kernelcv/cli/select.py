@@ -14,6 +14,7 @@ from ..datasets import SUPPORTED_FORMATS
 from ..exceptions import KernelCVError
 from ..kernels import KERNELS
 from ..machines import MACHINES
+from ..reports.scaling import SCALINGS
 from ..reports.select import run_select
 from ..selection.granularity import RULES
 from ..selection.grids import parse_grid, sigma_to_gamma
@@ -54,6 +55,17 @@ def _folds_arg(text):
     if value < 2:
         raise argparse.ArgumentTypeError(f"--folds must be at least 2, got {value}")
     return value
+
+
+EXAMPLES = """examples:
+  kernelcv data    # writes data/breast_cancer_train.svm and the other example files
+  kernelcv select data/breast_cancer_train.svm --test data/breast_cancer_test.svm \\
+      --machine lssvm --scale standard --out results/
+  kernelcv select data/wine_train.svm --test data/wine_test.svm --machine l2svm \\
+      --multiclass ovr --scale minmax
+  kernelcv select data/diabetes_train.svm --machine krr --gamma-grid 2^-12..2^0 \\
+      --lam-grid 2^-10..2^2 --folds 5 --json
+"""
 
 
 def add_arguments(parser):
@@ -156,6 +168,11 @@ def add_arguments(parser):
     run.add_argument("--memory-budget", type=budget_arg, metavar="BYTES",
                      help="memory the dense n x n matrices may use, e.g. 8G")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    data = parser.add_argument_group("data")
+    data.add_argument("--scale", choices=SCALINGS, default="none",
+                      help="scale each feature, fitted on the training data and applied to "
+                           "--test: standard (mean 0, variance 1), minmax ([0, 1]) or none "
+                           "(default); sparse data are divided only")
     output = parser.add_argument_group("output")
     output.add_argument("--test", metavar="TESTDATA",
                         help="test data: report the test error of the refit best model")
@@ -247,7 +264,7 @@ def run_command(args, parser):
             seed=0 if args.seed is None else args.seed, test=args.test,
             out=args.out, plot=args.plot, checkpoint=args.checkpoint, n_jobs=args.n_jobs,
             scheduler=args.scheduler, memory_budget=args.memory_budget, progress=progress,
-            Cs=cs, screen=args.screen, **feature_options)
+            Cs=cs, screen=args.screen, scale=args.scale, **feature_options)
     finally:
         progress.close()
 
@@ -278,6 +295,9 @@ def render(report, args=None):
                     + ("" if report.get("fit_intercept") is None else
                        ", with intercept" if report["fit_intercept"] else ", no intercept")),
         ("method", method),
+        *([("scaling", f"{report['scaling']['kind']}, fitted on the training data"
+                       + ("" if report["scaling"]["centred"] else " (sparse: divided only)"))]
+          if report.get("scaling") else []),
         ("folds", f"{report['folds']}  (from {report['fold_ids']})" if report.get("fold_ids")
          else f"{report['folds']}  (shuffled, seed {report.get('seed')})"),
         ("candidates", f"{n_candidates}  ({_seconds(timings['total_seconds'])} total, "

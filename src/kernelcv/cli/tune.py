@@ -14,6 +14,12 @@ from ..reports.tune import run_tune
 from ..selection.grids import parse_grid
 from .options import budget_arg
 
+EXAMPLES = """examples:
+  kernelcv data    # writes data/breast_cancer_train.svm and the other example files
+  kernelcv tune data/breast_cancer_train.svm --test data/breast_cancer_test.svm
+  kernelcv tune data/wine_train.svm --kernels gaussian --ard --tune-C --out results/
+"""
+
 
 def add_arguments(parser):
     """Declare the options of ``kernelcv tune``."""

@@ -31,6 +31,7 @@ from ..selection.tasks import exact_task
 from ..validation import check_data
 from .io import check_writable_folder, jsonable, png, write_all
 from .multiclass import confusion_figures, multiclass_entry
+from .scaling import apply_scaling, fit_scaling, scaling_entry
 
 REPORT_NAME = "report.json"
 HEATMAP_NAME = "cv_heatmap.png"
@@ -67,7 +68,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                out=None, plot=False, checkpoint=None, n_jobs=1, scheduler=None,
                memory_budget=None, progress=None, Cs=None, features=30, feature_map="rff",
                feature_loss=None, final="auto", refine="auto",
-               refine_evals=30, screen="off") -> dict:
+               refine_evals=30, screen="off", scale="none") -> dict:
     """Select the kernel parameter and lam of a machine on a data file; optionally test.
 
     Parameters
@@ -89,6 +90,9 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         budget, linear otherwise, with a note).
     screen : as in :func:`~kernelcv.selection.search.grid_search`, plus ``"auto"`` (see
         :func:`resolve_screen`); the report records the strategy used.
+    scale : ``"none"``, ``"standard"`` or ``"minmax"``: feature scaling fitted on the
+        training data and applied to the test data (:mod:`kernelcv.reports.scaling`);
+        reported as ``scaling``.
     multiclass : ``"ovo"`` or ``"ovr"`` for more than two classes; the report then has a
         ``multiclass`` entry with the confusion matrices and per-class errors of the
         choice (exact refit CV, and the test data), and ``plot`` draws them
@@ -126,6 +130,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         X_test = _match_features(X_test, X.shape[1], test)
         y_test = _check_test_data(X_test, y_test, X, y, machine, huber_width, svr_epsilon,
                                   fit_intercept, test)
+    scaling = fit_scaling(X, scale)
+    X, X_test = apply_scaling(X, scaling), apply_scaling(X_test, scaling)
     fold_path = None
     # The feature draw is seeded even when the folds come from a file (then --seed sets
     # only the features).
@@ -152,6 +158,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         refine=refine_for_final(refine, final), refine_evals=refine_evals, screen=screen)
     report = result.to_dict()
     report.update({"fit_intercept": result.machine_spec.fit_intercept, "screen": screen,
+                   "scaling": scaling_entry(scaling),
                    "data": str(data),
                    "test": None if test is None else str(test),
                    "fold_ids": fold_path, "seed": seed, "epsilon": epsilon,

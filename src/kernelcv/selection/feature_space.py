@@ -160,6 +160,9 @@ class FeatureSpace(CVMethod):
         """
         check_feature_options(machine.name, kernel, None, self.features, self.feature_map,
                               self.feature_loss)
+        if self.scoring is not None:
+            raise KernelCVError("method 'rff' ranks by the feature-space CV error; a "
+                                "scoring needs held-out values: use method 'bif' or 'exact'")
         if machine.is_multiclass:
             raise KernelCVError("method 'rff' is binary for now; for more than two classes "
                                 "use method 'bif' (or 'closed-form' for krr/lssvm)")

@@ -40,44 +40,18 @@ from ..criteria.result import (
     heldout_rounding,
     newton_curvature,
 )
+from ..criteria.scoring import HeldoutScore
 from ..exceptions import KernelCVError
-from ..kernels import GramFactory, make_kernel
+from ..kernels import GramFactory
 from ..machines import Machine
 from ..memory import check_dense_budget
 from ..validation import make_folds
 from .granularity import RULES, adaptive_tolerance, bound_rule, check_tolerance
 from .grids import default_gammas, default_lams
+from .records import cv_record, fold_losses, gram_for_setting, loss_delta, parse_order
 
-
-def parse_order(order):
-    """Validate a BIF order: an int >= 1, ``"inf"`` or ``"auto"``."""
-    if isinstance(order, str):
-        if order in ("inf", "auto"):
-            return order
-        try:
-            order = int(order)
-        except ValueError:
-            raise KernelCVError(
-                f"order must be a positive integer, 'inf' or 'auto', got {order!r}") from None
-    if isinstance(order, float) and order == float("inf"):
-        return "inf"
-    if isinstance(order, bool) or int(order) != order or order < 1:
-        raise KernelCVError(f"order must be a positive integer, 'inf' or 'auto', got {order!r}")
-    return int(order)
-
-
-def gram_for_setting(data, setting: dict, memory_budget=None) -> np.ndarray:
-    """The Gram matrix of ``setting`` on ``data`` (a :class:`GramFactory` or the X matrix)."""
-    factory = data if isinstance(data, GramFactory) else GramFactory(
-        data, memory_budget=memory_budget)
-    kernel = make_kernel(setting["kernel"], setting.get("gamma"), setting.get("degree", 3),
-                         setting.get("coef0", 1.0))
-    return factory.gram(kernel)
-
-
-def loss_delta(machine: Machine) -> float:
-    """The Huber band width delta of a smoothed machine (0 for the others)."""
-    return float(getattr(machine.loss, "width", 0.0))
+__all__ = ["BIF", "GACV", "CVMethod", "ClosedForm", "ExactRefit", "GranularityRule",
+           "cv_record", "gram_for_setting", "loss_delta", "parse_order"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +70,10 @@ class CVMethod:
         drawn beside them); False for a feature-space search.
     score_is_error : the score is a CV error (False for GACV, whose scale differs).
     dense_matrices : dense n x n float64 matrices one task holds at its peak.
+
+    Field ``scoring``: None (rank by the 0-1 error or MSE) or a
+    :class:`~kernelcv.criteria.scoring.HeldoutScore` whose negated per-fold values
+    become the records' ``fold_errors`` and ``score`` (methods with held-out values only).
     """
 
     name: ClassVar[str] = ""
@@ -106,6 +84,8 @@ class CVMethod:
     score_is_error: ClassVar[bool] = True
     dense_matrices: ClassVar[float] = 2.5
     kernel_grid: ClassVar[bool] = True
+
+    scoring: HeldoutScore | None = None
 
     # ------------------------------------------------------------------ before the grid
     def bind(self, machine: Machine, kernel: str, random_state=None) -> CVMethod:
@@ -136,8 +116,11 @@ class CVMethod:
 
     def config_entries(self, machine: Machine) -> dict:
         """The method's entries of the search configuration (reports, checkpoint key)."""
-        return {"method": self.name, "order": None, "tol": 1e-6, "folds": "fixed",
-                "epsilon": None, "delta": loss_delta(machine), "granularity": "adaptive"}
+        entries = {"method": self.name, "order": None, "tol": 1e-6, "folds": "fixed",
+                   "epsilon": None, "delta": loss_delta(machine), "granularity": "adaptive"}
+        if self.scoring is not None:  # only then: earlier checkpoints keep their keys
+            entries["scoring"] = self.scoring.name
+        return entries
 
     def reported_folds(self, fold_ids):
         """The number of folds to report."""
@@ -192,7 +175,8 @@ class CVMethod:
 
     def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
         ev = self._evaluate(K, y, fold_ids, lam, machine, state, previous)
-        return cv_record(ev, lam, fold_ids), (ev.fit if ev.fit is not None else previous)
+        return (cv_record(ev, lam, fold_ids, y, self.scoring),
+                (ev.fit if ev.fit is not None else previous))
 
     def _evaluate(self, K, y, fold_ids, lam, machine, state, warm, **options):
         """One lam with this method's criterion: the binary machine, or every machine of
@@ -221,7 +205,8 @@ class CVMethod:
                                                                   "exact")
             else:
                 ev = evaluate_lam(K, y, folds, float(lam), machine, "exact")
-        result = {"cv_error": ev.cv_error, "fold_errors": [float(e) for e in ev.fold_errors],
+        result = {"cv_error": ev.cv_error,
+                  "fold_errors": fold_losses(ev, y, folds, self.scoring),
                   "seconds": time.perf_counter() - tic}
         if machine.is_multiclass:  # the report's confusion matrix reuses them
             result["heldout_codes"] = [int(c) for c in ev.predictions]
@@ -243,19 +228,6 @@ class CVMethod:
     def score_label(self, folds, metric: str) -> str:
         """What the scores are, for figure axes (e.g. ``10-fold CV 0-1 error (bif)``)."""
         return f"{folds}-fold CV {metric} ({self.name})"
-
-
-def cv_record(ev, lam: float, folds) -> dict:
-    """The JSON-able record of one :class:`~kernelcv.criteria.evaluate.Evaluation`."""
-    return {
-        "lam": lam, "score": ev.cv_error, "cv_error": ev.cv_error,
-        "fold_errors": [float(e) for e in ev.fold_errors],
-        "fold_sizes": [int(c) for c in np.bincount(folds)],
-        "n_folds": int(folds.max()) + 1,
-        "order_used": ev.order_used, "degenerate": bool(ev.degenerate),
-        "heldout_ratio": float(ev.heldout_ratio), "seconds": ev.seconds,
-        "fit_seconds": ev.fit_seconds, "notes": list(ev.notes),
-    }
 
 
 @dataclass(frozen=True)
@@ -366,7 +338,8 @@ class BIF(CVMethod):
         if self.granularity is None:
             ev = self._evaluate(K, y, fold_ids, lam, machine, state, previous,
                                 order=self.order, tol=self.tol)
-            return cv_record(ev, lam, fold_ids), (ev.fit if ev.fit is not None else previous)
+            return (cv_record(ev, lam, fold_ids, y, self.scoring),
+                    (ev.fit if ev.fit is not None else previous))
         rule, delta = self.granularity, loss_delta(machine)
         choice = bound_rule(rule.epsilon, delta=delta, lam=lam, kappa=state["kappa"],
                             n_samples=y.shape[0])
@@ -383,7 +356,7 @@ class BIF(CVMethod):
             ev = evaluate_lam(K, y, folds, lam, machine, self.criterion, order=choice.order,
                               tol=self.tol, warm=adaptive.fit)
             ev.seconds += adaptive.seconds
-        record = cv_record(ev, lam, folds)
+        record = cv_record(ev, lam, folds, y, self.scoring)
         record["granularity"] = {"rule": rule.rule, **choice.to_dict(),
                                  "order_adaptive": adaptive.order_used}
         return record, (ev.fit if ev.fit is not None else previous)
@@ -414,6 +387,9 @@ class GACV(CVMethod):
         return "GACV"
 
     def bind(self, machine, kernel, random_state=None):
+        if self.scoring is not None:
+            raise KernelCVError("method 'gacv' ranks by GACV, not by held-out values: it "
+                                "cannot compute a scoring; use method 'bif' or 'exact'")
         if machine.name != "svm":
             raise KernelCVError(f"method 'gacv' is defined for the hinge SVM (machine "
                                 f"'svm'), not {machine.name!r}")

@@ -266,6 +266,8 @@ def refine_walk(candidates, start: int, evaluate, max_evals=REFINE_MAX_EVALS,
                           None if np.isinf(best) else best)[0]
         candidates[i].update(exact_error=record["error"], exact_seconds=record["seconds"],
                              status="refined")
+        if record["error"] is not None and record.get("fold_errors") is not None:
+            candidates[i]["exact_fold_errors"] = [float(e) for e in record["fold_errors"]]
         if record.get("pruned"):
             candidates[i].update(status="pruned",
                                  exact_error_at_least=record["error_at_least"])

@@ -80,6 +80,7 @@ def run_safeguards(candidates, method, options, average, shared, store, executio
                 execution.report(stage, finished, len(indices))
         for i in indices:
             candidates[i]["exact_error"] = _exact_value(done[i], average)
+            candidates[i]["exact_fold_errors"] = list(done[i]["fold_errors"])
             candidates[i]["exact_seconds"] = done[i]["seconds"]
             if heldout is not None and done[i].get("heldout_codes") is not None:
                 heldout[i] = np.asarray(done[i]["heldout_codes"], dtype=np.intp)
@@ -92,6 +93,7 @@ def run_safeguards(candidates, method, options, average, shared, store, executio
             for i in rechecked:
                 candidates[i]["status"] = "rechecked"
                 if is_error:
+                    candidates[i]["approx_score"] = candidates[i]["score"]
                     candidates[i]["score"] = candidates[i]["exact_error"]
     confirmed = []
     if confirm > 0:
@@ -121,13 +123,12 @@ def run_safeguards(candidates, method, options, average, shared, store, executio
 def choose(candidates, safeguarded, score_is_error, confirmed, rechecked) -> int:
     """Best candidate: by exact error among the refit pool, else by score (ties: grid order).
 
-    The refit pool of a safeguarded method is its confirmed candidates, plus the rechecked
-    ones when scores are not CV errors (GACV).
+    The refit pool of a safeguarded method is every candidate with an exact error: the
+    confirmed ones and the rechecked (degenerate) ones, so no candidate with a better
+    exact error than the choice is left behind.
     """
     if safeguarded and confirmed:
-        pool = set(confirmed)
-        if not score_is_error:
-            pool |= set(rechecked)
+        pool = set(confirmed) | set(rechecked)
         return min(pool, key=lambda i: (candidates[i]["exact_error"], i))
     return min(range(len(candidates)), key=lambda i: (candidates[i]["score"], i))
 

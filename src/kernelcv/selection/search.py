@@ -208,6 +208,8 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     X, y, mapping = check_data(X, y, machine.is_classifier, multiclass=True)
     if machine.is_classifier and len(mapping) > 2:
         machine = replace(machine, n_classes=len(mapping))
+    if method.scoring is not None:
+        method.scoring.check(machine.is_classifier, len(mapping) if mapping else None)
     method = method.bind(machine, space.kernel, random_state)
     n = y.shape[0]
     settings, setting_lams = space.resolve(n, method)

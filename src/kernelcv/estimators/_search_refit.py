@@ -1,0 +1,77 @@
+"""The fold-by-fold path of ``KernelSearchCV(method="exact")`` for what the kernel
+criteria cannot share: a ``Pipeline`` whose preprocessing is refitted on every training
+part, or a scorer that needs the fitted model (a callable, or a scorer name the held-out
+decision values do not define, e.g. ``"f1"``).
+
+Every candidate is cross-validated by scikit-learn's ``cross_validate`` on the search's
+folds, so the scores are exactly ``GridSearchCV``'s on the same folds. Cost: t fits (and
+t preprocessings) per candidate; no Gram matrix is shared.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.model_selection import cross_validate
+
+
+def fold_splits(fold_ids):
+    """``[(train, test), ...]`` index pairs of fold ids ``0..t-1``."""
+    return [(np.flatnonzero(fold_ids != k), np.flatnonzero(fold_ids == k))
+            for k in range(int(fold_ids.max()) + 1)]
+
+
+def refit_search(estimator, params, search_params, prefix, X, y, fold_ids, scorer,
+                 *, lams, n_jobs=None, verbose=0):
+    """Cross-validate each candidate fold by fold; ``(cv_results, best_index)``.
+
+    ``estimator``: the searched estimator or Pipeline (unfitted); ``params``: the user's
+    candidates; ``search_params``: the same with lam resolved (keys of the last step,
+    without the ``prefix``); ``lams``: each candidate's lam. The best candidate is the
+    first with the best mean, as in GridSearchCV.
+    """
+    splits = fold_splits(fold_ids)
+    scores, fit_times, score_times = [], [], []
+    for i, candidate in enumerate(search_params):
+        model = clone(estimator).set_params(
+            **{f"{prefix}{key}": value for key, value in candidate.items()})
+        out = cross_validate(model, X, y, cv=splits, scoring=scorer, n_jobs=n_jobs,
+                             error_score="raise")
+        scores.append(np.asarray(out["test_score"], dtype=np.float64))
+        fit_times.append(out["fit_time"])
+        score_times.append(out["score_time"])
+        if verbose >= 2:
+            print(f"[KernelSearchCV] candidate {i + 1}/{len(params)} {params[i]}: "
+                  f"{np.mean(scores[-1]):.4g}", file=sys.stderr)
+    results: dict = {"params": params}
+    for name in sorted({key for p in params for key in p}):
+        column = np.ma.MaskedArray(np.empty(len(params), dtype=object), mask=True)
+        for i, p in enumerate(params):
+            if name in p:
+                column[i] = p[name]
+        results[f"param_{name}"] = column
+    table = np.vstack(scores)
+    for k in range(table.shape[1]):
+        results[f"split{k}_test_score"] = table[:, k]
+    means = np.array([np.average(row) for row in table])
+    results["mean_test_score"] = means
+    results["std_test_score"] = table.std(axis=1)
+    finite = np.where(np.isfinite(means), means, -np.inf)
+    results["rank_test_score"] = np.array(
+        [int(np.sum(finite > m)) + 1 for m in finite], dtype=np.int32)
+    results["mean_fit_time"] = np.array([np.mean(t) for t in fit_times])
+    results["std_fit_time"] = np.array([np.std(t) for t in fit_times])
+    results["mean_score_time"] = np.array([np.mean(t) for t in score_times])
+    results["std_score_time"] = np.array([np.std(t) for t in score_times])
+    results["approx_test_score"] = means.copy()
+    results["exact_test_score"] = means.copy()
+    results["lam"] = np.asarray(lams, dtype=np.float64)
+    m = len(params)
+    results["method"] = np.array(["exact"] * m, dtype=object)
+    results["order_used"] = np.array([None] * m, dtype=object)
+    results["n_folds"] = np.full(m, len(splits))
+    results["status"] = np.array(["exact"] * m, dtype=object)
+    results["degenerate"] = np.zeros(m, dtype=bool)
+    return results, int(np.argmax(finite))

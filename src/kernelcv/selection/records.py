@@ -1,0 +1,70 @@
+"""Small pieces the CV methods share: order parsing, one setting's Gram matrix and the
+JSON-able record of one evaluated candidate (with its per-fold errors, or the per-fold
+losses of a named score, :class:`~kernelcv.criteria.scoring.HeldoutScore`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..criteria.scoring import HeldoutScore
+from ..exceptions import KernelCVError
+from ..kernels import GramFactory, make_kernel
+from ..machines import Machine
+
+
+def parse_order(order):
+    """Validate a BIF order: an int >= 1, ``"inf"`` or ``"auto"``."""
+    if isinstance(order, str):
+        if order in ("inf", "auto"):
+            return order
+        try:
+            order = int(order)
+        except ValueError:
+            raise KernelCVError(
+                f"order must be a positive integer, 'inf' or 'auto', got {order!r}") from None
+    if isinstance(order, float) and order == float("inf"):
+        return "inf"
+    if isinstance(order, bool) or int(order) != order or order < 1:
+        raise KernelCVError(f"order must be a positive integer, 'inf' or 'auto', got {order!r}")
+    return int(order)
+
+
+def gram_for_setting(data, setting: dict, memory_budget=None) -> np.ndarray:
+    """The Gram matrix of ``setting`` on ``data`` (a :class:`GramFactory` or the X matrix)."""
+    factory = data if isinstance(data, GramFactory) else GramFactory(
+        data, memory_budget=memory_budget)
+    kernel = make_kernel(setting["kernel"], setting.get("gamma"), setting.get("degree", 3),
+                         setting.get("coef0", 1.0))
+    return factory.gram(kernel)
+
+
+def loss_delta(machine: Machine) -> float:
+    """The Huber band width delta of a smoothed machine (0 for the others)."""
+    return float(getattr(machine.loss, "width", 0.0))
+
+
+def fold_losses(ev, y, folds, scoring: HeldoutScore | None) -> list[float]:
+    """Per-fold values a search minimises: the criterion's errors (0-1 or MSE), or the
+    negated per-fold scores of ``scoring`` computed from the held-out values."""
+    if scoring is None:
+        return [float(e) for e in ev.fold_errors]
+    return [float(v) for v in scoring.fold_losses(y, ev.predictions, folds)]
+
+
+def cv_record(ev, lam: float, folds, y=None, scoring: HeldoutScore | None = None) -> dict:
+    """The JSON-able record of one :class:`~kernelcv.criteria.evaluate.Evaluation`.
+
+    With ``scoring`` the record's ``fold_errors`` and ``score`` are the negated per-fold
+    scores and their mean (``cv_error`` stays the 0-1 error or MSE); ``y`` are the labels
+    the held-out values are scored against.
+    """
+    losses = fold_losses(ev, y, folds, scoring)
+    return {
+        "lam": lam, "score": ev.cv_error if scoring is None else float(np.mean(losses)),
+        "cv_error": ev.cv_error, "fold_errors": losses,
+        "fold_sizes": [int(c) for c in np.bincount(folds)],
+        "n_folds": int(folds.max()) + 1,
+        "order_used": ev.order_used, "degenerate": bool(ev.degenerate),
+        "heldout_ratio": float(ev.heldout_ratio), "seconds": ev.seconds,
+        "fit_seconds": ev.fit_seconds, "notes": list(ev.notes),
+    }
