@@ -370,3 +370,11 @@ def _seconds(value):
 
 def _num(value):
     return format_number(value)
+
+
+def resume_hint(args):
+    """After Ctrl-C: where the finished kernel settings were kept, if anywhere."""
+    if args.checkpoint is None:
+        return None
+    return (f"the checkpoint {args.checkpoint} keeps the finished kernel settings: run the "
+            "same command again to resume")
