@@ -191,6 +191,8 @@ def run_tasks(
             "scheduler must be an address such as 'tcp://127.0.0.1:8786' or a "
             f"distributed.Client, got {type(scheduler).__name__}"
         )
+    elif isinstance(scheduler, str):
+        _check_address(distributed, scheduler)
     return _run_dask(function, tasks, shared, scheduler, distributed)
 
 
@@ -350,6 +352,27 @@ def _default_client(distributed):
 def _one_line(exc):
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
+
+
+def _check_address(distributed, address):
+    """Refuse a malformed scheduler address at once.
+
+    ``distributed.Client`` refuses it too, but the half-made client then waits 20 s to
+    close and prints a ``Client.__del__`` traceback at exit.
+    """
+    from distributed.comm import parse_address, parse_host_port
+    from distributed.comm.registry import get_backend
+
+    try:
+        scheme, location = parse_address(address)
+        get_backend(scheme)  # an unknown scheme such as foo://
+        if scheme != "inproc":  # tcp, tls, ws, wss, ucx: host:port
+            parse_host_port(location)
+    except (ValueError, TypeError) as exc:
+        raise KernelCVError(
+            f"cannot reach Dask scheduler at {address}: {_one_line(exc)}; give an address "
+            "such as tcp://127.0.0.1:8786"
+        ) from None
 
 
 def _connect(distributed, address):
