@@ -80,7 +80,7 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
         raise KernelCVError("kernels and similarity matrices belong to --model relevance")
     noise_var = _noise_var(model, noise_var)
     if out is not None:
-        check_writable_folder(out)
+        check_writable_folder(out, (REPORT_NAME, FIGURE_NAME) if plot else (REPORT_NAME,))
     loaded = [_load_similarity(s) for s in similarities or []]
     if isinstance(data, tuple):
         X, y = data

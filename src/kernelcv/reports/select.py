@@ -111,7 +111,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     if plot and out is None:
         raise KernelCVError("--plot writes PNG files: give an output folder with --out DIR")
     if out is not None:
-        check_writable_folder(out)
+        check_writable_folder(out, (REPORT_NAME, HEATMAP_NAME, CURVE_NAME) if plot
+                              else (REPORT_NAME,))
     if plot:
         figure_class()  # fails now, with advice, if matplotlib is missing
     X_test = y_test = None

@@ -53,7 +53,7 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
     tic = time.perf_counter()
     spec = make_spec(kernels, betas, ard, tune_C)
     if out is not None:
-        check_writable_folder(out)
+        check_writable_folder(out, (REPORT_NAME,))
     estimator = SmoothLOOLSSVMClassifier(
         kernels=spec.kernels, betas=spec.betas, ard=ard, C=C, tune_C=tune_C, gamma_s=gamma_s,
         fit_intercept=fit_intercept, multiclass=multiclass, optimizer=optimizer,
