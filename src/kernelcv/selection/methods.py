@@ -222,6 +222,7 @@ class CVMethod:
             else:
                 ev = evaluate_lam(K, y, folds, float(lam), machine, "exact")
         return {"cv_error": ev.cv_error, "fold_errors": [float(e) for e in ev.fold_errors],
+                "fold_sizes": [int(c) for c in np.bincount(folds)],
                 "seconds": time.perf_counter() - tic}
 
     # ------------------------------------------------------------------ after the grid

@@ -226,7 +226,8 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         identity = {k: v for k, v in config.items() if k not in _NOT_FINGERPRINTED}
         key = fingerprint(X, y, fold_ids, {"config": identity, "settings": settings,
                                            "lams": setting_lams})
-        store = Checkpoint(execution.checkpoint, key, len(settings))
+        store = Checkpoint(execution.checkpoint, key, len(settings), setting_lams=setting_lams,
+                           n_samples=n, metric=machine.metric)
 
     data = method.prepare(X, budget, execution.parallel)
     shared = {"data": data, "y": y, "fold_ids": fold_ids, "method": method,
@@ -260,7 +261,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
                         rechecked)
     rank(candidates)
     confirm_seconds = time.perf_counter() - confirm_tic
-    notes, refined, refine_tic = [], [], time.perf_counter()
+    notes, refined, refine_tic = list(store.notes) if store else [], [], time.perf_counter()
     if method.refines:
         best_index, refined, refine_notes = refine_search(
             X, y, fold_ids, candidates, best_index, machine, average, method.refine,
