@@ -285,7 +285,9 @@ def render(report, args=None):
                            f"{_seconds(timings['refine_seconds'])} refinement)"
                            if report["method"] == "rff" else
                            f"{_seconds(timings['confirm_seconds'])} safeguards)")),
-        ("best", "  ".join(f"{k}={_num(v)}" for k, v in best.items() if k != "kernel")),
+        ("best", "none: every CV error is infinite or NaN (see the warning)"
+         if report.get("none_finite") else
+         "  ".join(f"{k}={_num(v)}" for k, v in best.items() if k != "kernel")),
         ("best CV error", f"{_num(report['best_cv_error'])}  ({metric})"),
     ]
     if report.get("test") is not None:

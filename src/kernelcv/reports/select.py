@@ -187,7 +187,10 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         report["timings"]["multiclass_seconds"] = time.perf_counter() - multi_tic
 
     outputs: dict[str, bytes] = {}
-    if plot:
+    if plot and report["none_finite"]:
+        report["notes"].append("--plot: every CV error is infinite or NaN; no figures "
+                               "drawn (they would be empty)")
+    elif plot:
         plot_tic = time.perf_counter()
         outputs.update(_figures(result, X, y, memory_budget, progress))
         if report["multiclass"] is not None:

@@ -16,6 +16,7 @@ The driver fits no machine itself; the refinement's refits run in this process.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -28,7 +29,15 @@ from .feature_space import FeatureSpace
 from .methods import BIF, GACV, ClosedForm, CVMethod, ExactRefit, GranularityRule
 from .options import AVERAGES, Execution, Safeguards, SearchSpace, kernel_settings
 from .refine import REFINE_MAX_EVALS, refine_search
-from .safeguards import APPROXIMATE, candidate_error, choose, rank, run_safeguards
+from .safeguards import (
+    APPROXIMATE,
+    NONE_FINITE_WARNING,
+    candidate_error,
+    choose,
+    none_finite,
+    rank,
+    run_safeguards,
+)
 from .screening import Screening, evaluate_grid
 
 METHOD_CLASSES = {cls.name: cls for cls in (ExactRefit, ClosedForm, BIF, GACV, FeatureSpace)}
@@ -108,7 +117,7 @@ class SearchResult:
             "param_name": self.param_name, "metric": self.metric, "n_samples": self.n_samples,
             "folds": self.folds, "order": self.order, "best_index": self.best_index,
             "best_params": self.best_params, "best_score": self.best["score"],
-            "best_cv_error": self.best_cv_error,
+            "best_cv_error": self.best_cv_error, "none_finite": none_finite(self.candidates),
             "confirmed": self.confirmed, "rechecked": self.rechecked,
             "refined": self.refined,
             "timings": self.timings, "notes": self.notes, "candidates": self.candidates,
@@ -260,6 +269,8 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     best_index = choose(candidates, method.safeguarded, method.score_is_error, confirmed,
                         rechecked)
     rank(candidates)
+    if none_finite(candidates):
+        warnings.warn(NONE_FINITE_WARNING, RuntimeWarning, stacklevel=2)
     confirm_seconds = time.perf_counter() - confirm_tic
     notes, refined, refine_tic = list(store.notes) if store else [], [], time.perf_counter()
     if method.refines:
