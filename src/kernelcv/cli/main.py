@@ -177,7 +177,8 @@ def _main(argv):
             return _interrupted(module, args)
     _report_warnings(caught)
     for note in summary.get("notes") or []:
-        if not str(note).startswith("degenerate"):
+        # the cv command shows these as warnings (its problems())
+        if not str(note).startswith(("degenerate", "BIF series not converged")):
             _say("note", note)
     if args.json:
         from ..reports.io import jsonable  # numpy, loaded by now: the command has run
