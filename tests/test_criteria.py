@@ -86,6 +86,7 @@ def test_bif_inf_is_exact_for_square_loss(classification, machine):
     assert rel_diff(bif.predictions, exact.predictions) < 1e-9
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
 @pytest.mark.parametrize("machine", ["krr", "lssvm"])
 def test_bif_error_decreases_with_order_for_square_loss(classification, machine):
     X, y = classification
@@ -100,6 +101,7 @@ def test_bif_error_decreases_with_order_for_square_loss(classification, machine)
     assert errors[-1] < 1e-3 * errors[0]
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
 def test_bif_l2svm_converges_to_newton_step_and_close_to_exact(classification):
     X, y = classification
     ids = np.arange(len(y)) % 10
@@ -132,6 +134,7 @@ def test_bif_auto_reports_order_and_matches_inf(classification):
     assert low.order_used < auto.order_used
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
 @pytest.mark.parametrize("machine", ["svm", "svr"])
 @pytest.mark.parametrize("intercept", [False, True])
 def test_bif_huber_machines_close_to_exact(classification, regression, machine, intercept):
@@ -217,6 +220,7 @@ def test_bif_matches_factorial_form_and_printed_form_is_wrong(classification):
 
 # --- degenerate regime -----------------------------------------------------------------
 
+@pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
 def test_tiny_kernel_width_is_flagged_degenerate(classification):
     """Finite BIF orders form F + correction: at tiny widths their signs are noise."""
     X, y = classification
@@ -267,6 +271,7 @@ HEART = (Path(__file__).resolve().parents[2] / "shared" / "datasets" / "libsvm"
          / "heart_scale.svm")
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
 @pytest.mark.skipif(not HEART.exists(), reason="shared data sets not found")
 def test_degenerate_flag_follows_the_rounding_level_not_a_fixed_ratio():
     """heart at gamma = 8: the median held-out ratio (2.5e-3) is far above the old 1e-6

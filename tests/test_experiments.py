@@ -268,6 +268,7 @@ def test_failed_criterion_is_reported_not_raised():
     assert "error" in out and "lam" in out["error"]
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
 def test_order_curve_limit_is_exact_for_square_loss_and_converges():
     X, y = _classes(50, seed=6)
     folds = make_folds(y, 5, True, 0)

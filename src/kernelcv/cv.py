@@ -16,6 +16,7 @@ refuse the same things with the same words (``parse_order`` is re-exported from 
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -25,6 +26,7 @@ from .criteria.closed_form import ClosedFormCV
 from .criteria.evaluate import evaluate_lam
 from .criteria.multiclass import MulticlassCV
 from .criteria.result import CVResult
+from .criteria.truncation import UNCONVERGED
 from .exceptions import KernelCVError
 from .kernels import GramFactory, make_kernel
 from .machines import make_machine
@@ -125,7 +127,10 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
         ``cv_error`` is the 0-1 error (classifiers) or MSE (regressors) of the held-out
         predictions. ``degenerate`` warns that a finite-order BIF value is rounding noise
         on more than 1 % of the samples (tiny kernel width): use ``method="exact"`` or
-        ``order="inf"``, whose held-out values are formed directly. ``predictions`` are
+        ``order="inf"``, whose held-out values are formed directly. A BIF value of a
+        finite or automatic order carries ``truncation_error``, its estimated distance
+        from the series limit; ``unconverged`` (with a ``RuntimeWarning``) says that it
+        exceeds the tolerance (0.01 of 0-1 error, 1 % of the MSE). ``predictions`` are
         the held-out decision values, (n, m) with one column per binary machine for more
         than two classes; ``labels`` the held-out predicted labels of a classifier.
 
@@ -205,5 +210,12 @@ def _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width, ep
             fit_seconds=ev.fit_seconds, degenerate=ev.degenerate,
             heldout_ratio=ev.heldout_ratio, metric=spec.metric, params={**params, "lam": lam},
             label_mapping=mapping, predictions=predictions, labels=labels,
-            notes=notes + ev.notes)
+            notes=notes + ev.notes,
+            truncation_error=getattr(ev, "truncation_error", None),
+            unconverged=bool(getattr(ev, "unconverged", False)))
+    for result in results:
+        if result.unconverged:
+            note = next(n for n in result.notes if n.startswith(UNCONVERGED))
+            warnings.warn(f"lam = {result.params['lam']:g}: {note}", RuntimeWarning,
+                          stacklevel=3)
     return results

@@ -86,3 +86,36 @@ def check_dense_budget(
             "really has the memory"
         )
     return need
+
+
+def dense_array(X, what: str, budget: str | int | float | None = None):
+    """A sparse ``X`` made dense, refusing first when it would exceed the budget.
+
+    A sparse svmlight file with one feature index of 50,000,000 is a few bytes on disk
+    and ``n x 5e7`` dense floats in memory: this checks ``n_rows x n_cols`` against the
+    budget (:func:`memory_budget`) before ``toarray`` allocates it.
+
+    Parameters
+    ----------
+    X : scipy sparse matrix (or anything else, returned as it is)
+    what : what needs the dense array, for the message (e.g. ``"kernelcv tune"``).
+    budget : the memory budget, as for :func:`memory_budget`.
+
+    Raises
+    ------
+    MemoryBudgetError
+        When the dense array would exceed the budget; the message gives the shape and
+        the highest feature index as the likely cause.
+    """
+    if not hasattr(X, "toarray"):
+        return X
+    n_rows, n_cols = X.shape
+    need = int(n_rows) * int(n_cols) * 8
+    limit = memory_budget(budget)
+    if need > limit:
+        raise MemoryBudgetError(
+            f"{what} needs the data as a dense {n_rows} x {n_cols} array, about "
+            f"{format_bytes(need)}, but the memory budget is {format_bytes(limit)}; the "
+            f"highest feature index in the file is {n_cols}: check it, or remove unused "
+            "feature indices")
+    return X.toarray()

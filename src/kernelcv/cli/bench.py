@@ -11,9 +11,17 @@ into its arguments, prints progress lines to stderr and renders a short summary:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from ..experiments.bench import ALL_SETS, ALL_TABLES, OUTPUTS, SLOO_OUTPUTS, run_bench
+from ..experiments.bench import (
+    ALL_SETS,
+    ALL_TABLES,
+    CHECKPOINT,
+    OUTPUTS,
+    SLOO_OUTPUTS,
+    run_bench,
+)
 from ..experiments.suites import ENV_DATA, MODES
 
 
@@ -106,6 +114,14 @@ def run_command(args, parser):
         progress=None if args.quiet else progress)
     report["notes"] = [f"{s['set']}: skipped, {s['reason']}" for s in report["skipped"]]
     return report
+
+
+def resume_hint(args):
+    """After Ctrl-C: the checkpoint in ``--out`` keeps the finished splits."""
+    path = os.path.join(args.out, CHECKPOINT)
+    if not os.path.exists(path):
+        return None
+    return (f"{path} keeps the finished splits: run the same command again to resume")
 
 
 def render(report, args=None):

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import math
+import warnings
 
 import numpy as np
 
 from ..criteria.result import confusion_summary
+from ..criteria.truncation import UNCONVERGED
 from ..cv import METHODS, cross_validate
 from ..datasets import SUPPORTED_FORMATS, load_data, read_fold_ids
 from ..kernels import KERNELS
@@ -166,14 +168,18 @@ def run_command(args, parser):
         parser.error("argument --epsilon: the insensitivity of svr is --svr-epsilon (as in "
                      "kernelcv select, where --epsilon is the tolerated CV error of "
                      "--folds auto)")
-    return run_cv(
-        args.data, machine=args.machine, lam=args.lam, kernel=args.kernel, gamma=args.gamma,
-        degree=args.degree, coef0=args.coef0, huber_width=args.huber_width,
-        epsilon=args.svr_epsilon, fit_intercept=False if args.no_intercept else None,
-        multiclass=args.multiclass, folds=DEFAULT_FOLDS if args.folds is None else args.folds,
-        seed=DEFAULT_SEED if args.seed is None else args.seed, fold_ids=args.fold_ids,
-        method=args.method, order=args.order, memory_budget=args.memory_budget,
-        scale=args.scale)
+    with warnings.catch_warnings():
+        # reported once, with the other problems of the estimate (see problems())
+        warnings.filterwarnings("ignore", message=f".*{UNCONVERGED}", category=RuntimeWarning)
+        return run_cv(
+            args.data, machine=args.machine, lam=args.lam, kernel=args.kernel,
+            gamma=args.gamma, degree=args.degree, coef0=args.coef0,
+            huber_width=args.huber_width, epsilon=args.svr_epsilon,
+            fit_intercept=False if args.no_intercept else None, multiclass=args.multiclass,
+            folds=DEFAULT_FOLDS if args.folds is None else args.folds,
+            seed=DEFAULT_SEED if args.seed is None else args.seed, fold_ids=args.fold_ids,
+            method=args.method, order=args.order, memory_budget=args.memory_budget,
+            scale=args.scale)
 
 
 def render(summary, args=None):
@@ -266,6 +272,10 @@ def problems(summary):
                         "numerically); try a larger --lam or --method exact.")
     if summary.get("degenerate"):
         problems.append(_degenerate_advice(summary))
+    if summary.get("unconverged"):
+        problems.append(next((n for n in summary.get("notes", [])
+                              if n.startswith(UNCONVERGED)),
+                             "the BIF series did not converge; use --order inf"))
     return problems
 
 

@@ -16,6 +16,9 @@ library.
 
 Exit status: 0 on success, 2 for bad input (a usage error, an unreadable file, invalid
 data or settings); the error is one line on stderr starting with ``kernelcv: error:``.
+Ctrl-C (SIGINT) exits with status 130 and one line, ``kernelcv: interrupted: ...``, which
+says where finished work was kept (a subcommand's optional ``resume_hint(args)``); no
+output file of the run is written (see ``docs/reliability.md``).
 Remarks (label mapping) and Python warnings are one-line ``kernelcv: note:`` and
 ``kernelcv: warning:`` messages on stderr.
 """
@@ -37,6 +40,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 PROG = "kernelcv"
 EXIT_OK = 0
 EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C
 
 
 @dataclass(frozen=True)
@@ -138,8 +142,24 @@ def _error_message(exc):
     return str(exc) or type(exc).__name__
 
 
+def _interrupted(module=None, args=None) -> int:
+    """One line for Ctrl-C (where finished work was kept); the exit status 130."""
+    hint = getattr(module, "resume_hint", None)
+    text = hint(args) if hint is not None and args is not None else None
+    _say("interrupted", "stopped by Ctrl-C; no output file was written"
+         + (f"; {text}" if text else ""))
+    return EXIT_INTERRUPTED
+
+
 def main(argv=None) -> int:
-    """Run the command line; return the exit status (0 success, 2 bad input)."""
+    """Run the command line; return the exit status (0 success, 2 bad input, 130 Ctrl-C)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # before the command started, or while its result printed
+        return _interrupted()
+
+
+def _main(argv):
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(declare=_named_command(argv))
     try:
@@ -158,9 +178,12 @@ def main(argv=None) -> int:
             _report_warnings(caught)
             _say("error", _error_message(exc))
             return EXIT_ERROR
+        except KeyboardInterrupt:
+            return _interrupted(module, args)
     _report_warnings(caught)
     for note in summary.get("notes") or []:
-        if not str(note).startswith("degenerate"):
+        # the cv command shows these as warnings (its problems())
+        if not str(note).startswith(("degenerate", "BIF series not converged")):
             _say("note", note)
     if args.json:
         from ..reports.io import jsonable  # numpy, loaded by now: the command has run

@@ -305,7 +305,9 @@ def render(report, args=None):
                            f"{_seconds(timings['refine_seconds'])} refinement)"
                            if report["method"] == "rff" else
                            f"{_seconds(timings['confirm_seconds'])} safeguards)")),
-        ("best", "  ".join(f"{k}={_num(v)}" for k, v in best.items() if k != "kernel")),
+        ("best", "none: every CV error is infinite or NaN (see the warning)"
+         if report.get("none_finite") else
+         "  ".join(f"{k}={_num(v)}" for k, v in best.items() if k != "kernel")),
         ("best CV error", f"{_num(report['best_cv_error'])}  ({metric})"),
     ]
     if report.get("test") is not None:
@@ -390,3 +392,11 @@ def _seconds(value):
 
 def _num(value):
     return format_number(value)
+
+
+def resume_hint(args):
+    """After Ctrl-C: where the finished kernel settings were kept, if anywhere."""
+    if args.checkpoint is None:
+        return None
+    return (f"the checkpoint {args.checkpoint} keeps the finished kernel settings: run the "
+            "same command again to resume")

@@ -60,6 +60,7 @@ from .fold_out import (  # re-exported: kernelcv.criteria.bif is their historica
     FoldOutSolver,
     shared_factorisation_pays,
 )
+from .truncation import MIN_TERMS, SAFETY, fold_maxima, tail
 
 __all__ = ["SHARED_FACTORISATION_MIN_ACTIVE", "FoldOutSolver", "bif_predictions",
            "fold_out_starts", "newton_step_weights", "shared_factorisation_pays"]
@@ -87,7 +88,7 @@ def _kernel_times_dg(K, g, fold_ids, sizes):
 
 
 def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_order=200,
-                    atol=None, extra=None):
+                    atol=None, extra=None, remainder=False):
     """Held-out decision values from the full-data fit and the BIF correction.
 
     Parameters
@@ -99,10 +100,12 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     tol : stopping tolerance of ``"auto"``, relative to ``max |F|``.
     max_order : most terms ``"auto"`` adds before switching to ``"inf"``.
     atol : float or None
-        If given, ``"auto"`` instead stops at the first order whose estimated remainder
-        ``m_s rho / (1 - rho)`` is at most ``atol``, where ``m_s`` is the largest held-out
-        term of order s and ``rho = m_s / m_{s-1}`` the observed rate (a geometric tail;
-        the series is a Neumann series, so its terms shrink geometrically in the end).
+        ``"auto"`` stops at the first order whose estimated remainder (the geometric tail
+        of :func:`kernelcv.criteria.truncation.tail`: ``m_s rho / (1 - rho)`` per fold,
+        ``m_s`` the fold's largest held-out term of order s, ``rho`` the larger of the
+        last two observed ratios; at least three terms) is at most ``atol``, or, without
+        ``atol``, at most ``tol * max |F|``. A small term alone never stops it: at tiny
+        lam the first terms are tiny because the series has barely started.
     extra : None or ``(K_extra, extra_fold_ids)``
         (m, n) kernel values between m extra points and the sample, and (m,) ids in
         ``-1..t-1`` (trusted). The extra points of fold i get the same approximation of
@@ -110,11 +113,17 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
         rule of ``"auto"`` looks at the sample only); id -1 gets the full fit.
         Cost: ``O(m n)`` plus ``O(m |A|)`` per order.
 
+    remainder : bool
+        Also return the estimated truncation remainder of each fold (below).
+
     Returns
     -------
     predictions : (n,) approximate ``f_{-S(j)}(x_j)``.
     order_used : int or ``"inf"``.
     extra_predictions : (m,) the extra points' values; returned only when ``extra`` is given.
+    fold_remainder : (t,) estimated ``max_{j in S_i} |f_limit(x_j) - predictions[j]|``
+        (0 for order ``"inf"``; inf where the terms do not shrink); returned last, only
+        when ``remainder`` is True. For a fixed order it costs up to two more terms.
     """
     n = y.shape[0]
     F = fit.decision
@@ -127,18 +136,20 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     D = np.where(member, 1.0 / sizes[None, :], 0.0) - 1.0 / n
     rows_e = None if extra is None else _ExtraRows(extra, fit, active)
 
-    def finish(predictions, order_used, extra_terms=None):
-        if rows_e is None:
-            return predictions, order_used
-        return predictions, order_used, rows_e.values(extra_terms)
+    def finish(predictions, order_used, extra_terms=None, fold_remainder=None):
+        out = (predictions, order_used)
+        if rows_e is not None:
+            out += (rows_e.values(extra_terms),)
+        return out + (fold_remainder,) if remainder else out
 
     def newton():
         weights, betas = newton_step_weights(K, g, h, lam, n, fold_ids, eps, sizes,
                                              machine.fit_intercept)
         predictions = _fold_out_predictions(K, weights, betas, fold_ids, fit.intercept, lam)
-        if rows_e is None:
-            return predictions, "inf"
-        return predictions, "inf", rows_e.fold_out_values(weights, betas, lam)
+        out = (predictions, "inf")
+        if rows_e is not None:
+            out += (rows_e.fold_out_values(weights, betas, lam),)
+        return out + (np.zeros(t),) if remainder else out
 
     if order == "inf":
         return newton()
@@ -178,34 +189,33 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
         total_e = rows_e.term(D * g[:, None], None, eps, Y, beta, lam)
     s = 1
     limit = max_order if order == "auto" else int(order)
-    previous_size = np.inf
+    history = [fold_maxima(T[rows, fold_ids], fold_ids, t)]
+    bound = tol * scale if atol is None else atol
 
-    def converged(size):
-        if atol is None:
-            return size <= tol * scale
-        if size == 0.0:
-            return True
-        if not np.isfinite(previous_size):
-            return False  # one term gives no rate yet
-        rate = size / previous_size
-        return rate < 1.0 and size * rate / (1.0 - rate) <= atol
-
-    while s < limit:
-        size = float(np.max(np.abs(T[rows, fold_ids])))
-        if order == "auto" and converged(size):
-            return finish(F + total, s, total_e)
-        previous_size = size
+    def next_term(T, Y, beta):
         dhT = D[active] * (h[active, None] * T[active])
         T, Y, beta = solve_L(-(K_active @ dhT) * eps[None, :], -eps * dhT.sum(axis=0))
+        history.append(fold_maxima(T[rows, fold_ids], fold_ids, t))
+        return T, Y, beta, dhT
+
+    while s < limit:
+        if order == "auto" and np.max(tail(history)) <= bound:
+            return finish(F + total, s, total_e, tail(history))
+        T, Y, beta, dhT = next_term(T, Y, beta)
         total += T[rows, fold_ids]
         if rows_e is not None:
             total_e += rows_e.term(dhT, active, eps, Y, beta, lam)
         s += 1
     if order == "auto":
-        if converged(float(np.max(np.abs(T[rows, fold_ids])))):
-            return finish(F + total, s, total_e)
+        if np.max(tail(history)) <= bound:
+            return finish(F + total, s, total_e, tail(history))
         return newton()
-    return finish(F + total, s, total_e)
+    fold_remainder = None
+    if remainder:  # terms after the order used, then the geometric tail beyond them
+        while len(history) < max(s + 1, MIN_TERMS):
+            T, Y, beta, _ = next_term(T, Y, beta)
+        fold_remainder = SAFETY * np.sum(history[s:], axis=0) + tail(history)
+    return finish(F + total, s, total_e, fold_remainder)
 
 
 class _ExtraRows:

@@ -31,6 +31,7 @@ from .result import (
     heldout_rounding,
     newton_curvature,
 )
+from .truncation import truncation_error, unconverged_note, within_tolerance
 
 METHODS = ("exact", "closed-form", "bif")
 
@@ -55,6 +56,8 @@ class Evaluation:
     fit: object = None
     notes: list[str] = field(default_factory=list)
     extra_predictions: np.ndarray | None = None
+    truncation_error: float | None = None
+    unconverged: bool = False
 
 
 def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, atol=None,
@@ -91,6 +94,7 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
     fit = None
     fit_seconds = 0.0
     order_used = None
+    fold_remainder = None
     notes = []
     if method == "closed-form":
         if extra is None:
@@ -111,9 +115,9 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
             predictions, _, *rest = refit_predictions(K, y, fold_ids, lam, machine,
                                                       full_fit=fit, extra=extra)
         else:
-            predictions, order_used, *rest = bif_predictions(
+            predictions, order_used, *rest, fold_remainder = bif_predictions(
                 K, y, fold_ids, lam, machine, fit, order=order, tol=tol, atol=atol,
-                extra=extra)
+                extra=extra, remainder=True)
         if extra is not None:
             extra_predictions = rest[0]
             if order == "auto" and order_used == "inf":
@@ -136,10 +140,18 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
             f"{ratio:.2g}): kernel width too small; this approximate CV value is "
             "unreliable here, use method='exact' or order='inf'")
     error, per_fold = fold_errors(y, predictions, fold_ids, machine.metric)
+    truncation = unconverged = None
+    if fold_remainder is not None:
+        truncation = truncation_error(predictions, y, fold_ids, fold_remainder,
+                                      machine.metric)
+        unconverged = not within_tolerance(truncation, error, machine.metric)
+        if unconverged:
+            notes.append(unconverged_note(order_used, truncation, machine.metric))
     return Evaluation(cv_error=error, fold_errors=per_fold, predictions=predictions,
                       order_used=order_used, degenerate=degenerate, heldout_ratio=ratio,
                       fit_seconds=fit_seconds, seconds=time.perf_counter() - tic, fit=fit,
-                      notes=notes, extra_predictions=extra_predictions)
+                      notes=notes, extra_predictions=extra_predictions,
+                      truncation_error=truncation, unconverged=bool(unconverged))
 
 
 def _check_extra(extra, n, t):

@@ -46,6 +46,13 @@ class CVResult:
     labels : (n,) held-out predicted labels of a classifier (None for regressors; a
         binary value of exactly 0 counts as the +1 class, as in the error).
     notes : human-readable remarks (label mapping, fallbacks).
+    truncation_error : BIF of a finite or automatic order: the estimate of how far
+        ``cv_error`` may be from the series limit (order ``"inf"``), in its units, from
+        the observed series terms (:mod:`kernelcv.criteria.truncation`); 0 for order
+        ``"inf"``, None for the other methods.
+    unconverged : ``truncation_error`` is above the stated tolerance
+        (:data:`kernelcv.criteria.truncation.TOLERANCE`: 0.01 of 0-1 error, 1 % of the
+        MSE): the value is not trustworthy; use ``order="inf"`` or ``method="exact"``.
     """
 
     cv_error: float
@@ -65,6 +72,8 @@ class CVResult:
     predictions: np.ndarray = field(repr=False)
     notes: list = field(default_factory=list)
     labels: np.ndarray | None = field(default=None, repr=False)
+    truncation_error: float | None = None
+    unconverged: bool = False
 
     def to_dict(self) -> dict:
         """JSON-serialisable summary (predictions left out)."""
@@ -85,6 +94,9 @@ class CVResult:
             "label_mapping": (None if self.label_mapping is None
                               else {str(k): v for k, v in self.label_mapping.items()}),
             "notes": list(self.notes),
+            "truncation_error": (None if self.truncation_error is None
+                                 else float(self.truncation_error)),
+            "unconverged": bool(self.unconverged),
         }
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from .. import plotting
 from ..exceptions import KernelCVError
-from ..reports.io import jsonable, png, write_all
+from ..reports.io import check_targets, jsonable, png, write_all
 from ..validation import make_folds
 from . import figures, sloo_mps, tables
 from .convergence import order_curve
@@ -324,6 +324,7 @@ def _file_stamp(path: Path) -> str:
 def _check_output(out: Path):
     if out.exists() and not out.is_dir():
         raise KernelCVError(f"--out {out}: exists and is not a folder")
+    check_targets(out, (CHECKPOINT, *OUTPUTS, *SLOO_OUTPUTS))
     parent = out if out.exists() else out.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent

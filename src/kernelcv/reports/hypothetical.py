@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import zipfile
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from ..hypothetical.elastic_net import enet_svm_path
 from ..hypothetical.relevance import kernel_similarities, make_kernels, relevance_path
 from ..hypothetical.ridge import DEFAULT_LAMS, DEFAULT_NOISE_VAR, intercept_design, ridge_path
 from ..hypothetical.svm import svm_criterion
+from ..memory import dense_array
 from ..plotting import figure_class
 from .io import check_writable_folder, jsonable, png, write_all
 
@@ -38,7 +40,7 @@ FIGURE_NAME = "hypothetical.png"
 
 def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
                      noise_var=None, loo=True, out=None, plot=False,
-                     kernels=None, similarities=None):
+                     kernels=None, similarities=None, memory_budget=None):
     """Load ``data`` and run the hypothetical criterion of ``model``.
 
     Parameters
@@ -78,7 +80,7 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
         raise KernelCVError("kernels and similarity matrices belong to --model relevance")
     noise_var = _noise_var(model, noise_var)
     if out is not None:
-        check_writable_folder(out)
+        check_writable_folder(out, (REPORT_NAME, FIGURE_NAME) if plot else (REPORT_NAME,))
     loaded = [_load_similarity(s) for s in similarities or []]
     if isinstance(data, tuple):
         X, y = data
@@ -86,7 +88,8 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
     else:
         X, y = load_data(data)
         source = os.fspath(data)
-    X = X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=np.float64)
+    X = np.asarray(dense_array(X, f"kernelcv hypothetical on {source}", memory_budget),
+                   dtype=np.float64)
     start = time.perf_counter()
     if model == "ridge":
         Z, B0 = intercept_design(X)
@@ -105,7 +108,8 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
     elif model == "enet":
         report = enet_svm_path(X, y, mus=mus, C=Cs[0], noise_var=noise_var, loo=loo)
     else:
-        report = _relevance(X, y, kernels, loaded, mus, Cs[0], noise_var, loo)
+        report = _relevance(X, y, kernels, loaded, mus, Cs[0], noise_var, loo,
+                            memory_budget)
     report.update(model=model, data=source, n_samples=int(X.shape[0]),
                   n_features=int(X.shape[1]), seconds=time.perf_counter() - start,
                   files=[])
@@ -138,26 +142,42 @@ def _noise_var(model, noise_var):
 
 
 def _load_similarity(source):
-    """A precomputed similarity matrix from an array or a ``.npy`` file."""
+    """A precomputed similarity matrix from an array, a ``.npy`` file or an ``.npz``
+    archive holding exactly one array (whatever the file's suffix)."""
     if not isinstance(source, (str, os.PathLike)):
         return np.asarray(source, dtype=np.float64)
+    name = os.fspath(source)
+    advice = "save it with numpy.save as a 2-D .npy file"
     try:
         matrix = np.load(source, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise KernelCVError(f"cannot read the similarity matrix {os.fspath(source)!r} "
-                            f"({exc}); save it with numpy.save as a 2-D .npy file") from None
+        arrays = None
+        if isinstance(matrix, np.lib.npyio.NpzFile):  # an archive, even if named .npy
+            with matrix:
+                arrays = list(matrix.files)
+                matrix = matrix[arrays[0]] if len(arrays) == 1 else None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise KernelCVError(f"cannot read the similarity matrix {name!r} "
+                            f"({' '.join(str(exc).split())}); {advice}") from None
+    if matrix is None:
+        raise KernelCVError(
+            f"the similarity matrix file {name!r} is an .npz archive with {len(arrays)} "
+            f"arrays ({', '.join(arrays[:5])}); give one array per file: {advice}")
     if matrix.dtype.kind not in "biuf":
-        raise KernelCVError(f"the similarity matrix {os.fspath(source)!r} must hold numbers")
+        raise KernelCVError(f"the similarity matrix {name!r} must hold numbers")
+    if matrix.ndim != 2:
+        raise KernelCVError(f"the similarity matrix {name!r} has {matrix.ndim} dimensions; "
+                            f"{advice}")
     return matrix.astype(np.float64)
 
 
-def _relevance(X, y, kernels, similarities, mus, C, noise_var, loo):
+def _relevance(X, y, kernels, similarities, mus, C, noise_var, loo, memory_budget=None):
     """The relevance-object path on the kernels' and the given similarity matrices."""
     specs = make_kernels(kernels or ["rbf"], X.shape[1]) if kernels or not similarities else []
     sims = kernel_similarities(X, specs) + list(similarities)
     names = ([k.params() for k in specs]
              + [{"kernel": "precomputed", "matrix": i} for i in range(len(similarities))])
-    report = relevance_path(sims, y, mus=mus, C=C, noise_var=noise_var, loo=loo)
+    report = relevance_path(sims, y, mus=mus, C=C, noise_var=noise_var, loo=loo,
+                            memory_budget=memory_budget)
     report["kernels"] = names
     report["best_kernel_names"] = [names[k] for k in report["best_kernels"]]
     return report

@@ -1,24 +1,30 @@
 """Writing reports: JSON-able values, atomic multi-file writes, PNG bytes, folder checks.
 
 Output files are rendered in memory first and then written together by
-:func:`write_all` (each to a temporary file in the same folder, then ``os.replace``): a
-reader never sees half a file and a failed run leaves no partial report. New files get
-the permissions the umask gives (:func:`new_file_mode`), not ``tempfile``'s private 0600.
+:func:`write_all` (into a temporary folder beside the output folder, then moved into
+place): every file of a run appears, or none does, and a reader never sees half a file.
+New files get the permissions the umask gives (:func:`new_file_mode`), not
+``tempfile``'s private 0600.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
 import re
+import shutil
+import signal
 import tempfile
+import threading
 
 import numpy as np
 
 from ..exceptions import KernelCVError
 
-__all__ = ["check_writable_folder", "jsonable", "new_file_mode", "png", "write_all"]
+__all__ = ["check_targets", "check_writable_folder", "jsonable", "new_file_mode", "png",
+           "write_all"]
 
 
 def jsonable(value):
@@ -34,8 +40,9 @@ def jsonable(value):
     return value
 
 
-def check_writable_folder(out):
-    """Refuse (``KernelCVError``) an ``--out`` folder that cannot be created or written."""
+def check_writable_folder(out, names=()):
+    """Refuse (``KernelCVError``) an ``--out`` folder that cannot be created or written,
+    or in which a folder occupies one of the output ``names``."""
     path = os.path.abspath(os.fspath(out))
     if os.path.exists(path):
         if not os.path.isdir(path):
@@ -49,6 +56,7 @@ def check_writable_folder(out):
             raise KernelCVError(f"--out {out}: the parent folder {target} does not exist")
     if not os.access(target, os.W_OK | os.X_OK):
         raise KernelCVError(f"--out {out}: folder {target} is not writable")
+    check_targets(out, names)
 
 
 def png(fig, dpi=120) -> bytes:
@@ -60,38 +68,136 @@ def png(fig, dpi=120) -> bytes:
 
 def new_file_mode() -> int:
     """Permissions a freshly created file would get under the current umask."""
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (022 when it cannot be read)."""
     try:
         with open("/proc/self/status", encoding="ascii") as status:
             match = re.search(r"^Umask:\s*([0-7]+)", status.read(), re.MULTILINE)
-        umask = int(match.group(1), 8) if match else 0o022
+        return int(match.group(1), 8) if match else 0o022
     except OSError:
-        umask = 0o022
-    return 0o666 & ~umask
+        return 0o022
 
 
 def write_all(out, outputs: dict[str, bytes]):
-    """Write every file to a temporary name first, then move them all into place."""
-    folder = os.fspath(out)
-    mode = new_file_mode()
-    staged = []
+    """Write every file of a run into the folder ``out``: all of them or none.
+
+    The files are written (and synced) into a temporary folder beside ``out`` (inside it
+    when its parent is not writable), then moved into place: a new ``out`` is that
+    folder renamed, so every file appears at once; into an existing ``out`` each file is
+    moved over the old one, and should a move fail the files already moved are put
+    back as they were. Ctrl-C during the moves is held until they (or the restoring)
+    are done. The temporary folder is removed on success, on any error and on Ctrl-C.
+
+    Raises
+    ------
+    KernelCVError
+        Naming the file that could not be written (a folder of that name, a full disk,
+        no permission); nothing of the run is then left in ``out``.
+    """
+    folder = os.path.abspath(os.fspath(out))
+    check_targets(folder, outputs)
+    staging = None
     try:
-        os.makedirs(folder, exist_ok=True)
+        staging = _staging_folder(folder)
+        mode = new_file_mode()
         for name, payload in outputs.items():
-            handle = tempfile.NamedTemporaryFile(dir=folder, prefix=f".{name}.", delete=False)
-            staged.append((handle.name, os.path.join(folder, name)))
-            with handle:
-                handle.write(payload)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(handle.name, mode)
-        for temporary, final in staged:
-            os.replace(temporary, final)
-    except BaseException as exc:
-        for temporary, _ in staged:
+            _write_file(os.path.join(staging, name), payload, mode)
+        with _sigint_held():
+            if not os.path.isdir(folder):
+                os.chmod(staging, 0o777 & ~_umask())
+                os.rename(staging, folder)
+                staging = None
+            else:
+                _move_into(staging, folder, list(outputs))
+    except OSError as exc:
+        raise KernelCVError(_write_error(exc, folder, staging)) from None
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def check_targets(folder, names):
+    """Refuse (``KernelCVError``) output names that a folder, or a non-folder ``folder``,
+    occupies; the message names the offending path."""
+    folder = os.fspath(folder)
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise KernelCVError(f"cannot write into {folder}: it exists and is not a folder")
+    for name in names:
+        target = os.path.join(folder, name)
+        if os.path.isdir(target):
+            raise KernelCVError(f"cannot write {target}: a folder of that name exists; "
+                                "remove or rename it, or choose another output folder")
+
+
+def _staging_folder(folder):
+    """A new private folder beside ``folder`` (same file system), else inside it."""
+    parent, name = os.path.split(folder)
+    try:
+        return tempfile.mkdtemp(dir=parent, prefix=f".{name}.", suffix=".tmp")
+    except PermissionError:
+        if not os.path.isdir(folder):
+            raise
+        return tempfile.mkdtemp(dir=folder, prefix=".kernelcv.", suffix=".tmp")
+
+
+def _write_file(path, payload, mode):
+    with open(path, "wb") as handle:
+        handle.write(payload)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.chmod(path, mode)
+
+
+def _move_into(staging, folder, names):
+    """Move the staged files over those in ``folder``; on failure restore the old ones."""
+    previous = os.path.join(staging, ".previous")
+    os.mkdir(previous)
+    moved = []  # (name, whether an old file was kept aside)
+    try:
+        for name in names:
+            target = os.path.join(folder, name)
+            kept = os.path.lexists(target)
+            if kept:
+                os.replace(target, os.path.join(previous, name))
+            moved.append((name, kept))
+            os.replace(os.path.join(staging, name), target)
+    except BaseException:
+        for name, kept in reversed(moved):
+            target = os.path.join(folder, name)
             try:
-                os.remove(temporary)
+                if not os.path.lexists(os.path.join(staging, name)):
+                    os.remove(target)  # the new file had arrived
+                if kept:
+                    os.replace(os.path.join(previous, name), target)
             except OSError:
                 pass
-        if isinstance(exc, OSError):
-            raise KernelCVError(f"cannot write to {folder}: {exc.strerror or exc}") from None
         raise
+
+
+@contextlib.contextmanager
+def _sigint_held():
+    """Hold Ctrl-C (in the main thread) until the block ends; then raise it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    previous = signal.signal(signal.SIGINT, lambda *_: received.append(True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT,
+                      signal.default_int_handler if previous is None else previous)
+    if received:
+        raise KeyboardInterrupt
+
+
+def _write_error(exc, folder, staging):
+    """One line naming the output file (not only the folder) that could not be written."""
+    path = os.fspath(exc.filename or folder)
+    if staging is not None and path.startswith(staging + os.sep):
+        # a file of the temporary folder (or a move from it): name its destination
+        path = os.path.join(folder, os.path.basename(os.fspath(exc.filename2 or path)))
+    return f"cannot write {path}: {exc.strerror or exc}"

@@ -115,7 +115,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     if plot and out is None:
         raise KernelCVError("--plot writes PNG files: give an output folder with --out DIR")
     if out is not None:
-        check_writable_folder(out)
+        check_writable_folder(out, (REPORT_NAME, HEATMAP_NAME, CURVE_NAME) if plot
+                              else (REPORT_NAME,))
     if plot:
         figure_class()  # fails now, with advice, if matplotlib is missing
     X_test = y_test = None
@@ -193,7 +194,10 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         report["timings"]["multiclass_seconds"] = time.perf_counter() - multi_tic
 
     outputs: dict[str, bytes] = {}
-    if plot:
+    if plot and report["none_finite"]:
+        report["notes"].append("--plot: every CV error is infinite or NaN; no figures "
+                               "drawn (they would be empty)")
+    elif plot:
         plot_tic = time.perf_counter()
         outputs.update(_figures(result, X, y, memory_budget, progress))
         if report["multiclass"] is not None:

@@ -22,7 +22,7 @@ from ..criteria.smooth_loo import DEFAULT_GAMMA_S, PAPER_BETAS, make_spec
 from ..datasets import load_data
 from ..estimators import SmoothLOOLSSVMClassifier, fixed_parameter_cv
 from ..exceptions import KernelCVError
-from ..memory import check_dense_budget
+from ..memory import check_dense_budget, dense_array
 from .io import check_writable_folder, jsonable, write_all
 
 REPORT_NAME = "report.json"
@@ -53,14 +53,14 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
     tic = time.perf_counter()
     spec = make_spec(kernels, betas, ard, tune_C)
     if out is not None:
-        check_writable_folder(out)
+        check_writable_folder(out, (REPORT_NAME,))
     estimator = SmoothLOOLSSVMClassifier(
         kernels=spec.kernels, betas=spec.betas, ard=ard, C=C, tune_C=tune_C, gamma_s=gamma_s,
         fit_intercept=fit_intercept, multiclass=multiclass, optimizer=optimizer,
         n_restarts=n_restarts, max_iter=max_iter, random_state=seed,
         memory_budget=memory_budget)
     estimator._check_params()
-    X, y = _load(data)
+    X, y = _load(data, memory_budget=memory_budget)
     n = X.shape[0]
     classes, counts = np.unique(y, return_counts=True)
     if classes.size < 2:
@@ -80,7 +80,7 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
                      "folds: plain shuffled folds are used")
     X_test = y_test = None
     if test is not None:
-        X_test, y_test = _load(test, n_features=X.shape[1])
+        X_test, y_test = _load(test, n_features=X.shape[1], memory_budget=memory_budget)
         unknown = sorted({_plain(v) for v in np.unique(y_test)} - {_plain(c) for c in classes},
                          key=str)
         if unknown:
@@ -130,20 +130,21 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
     return report
 
 
-def _load(path, n_features=None):
+def _load(path, n_features=None, memory_budget=None):
     X, y = load_data(path)
     svmlight = sp.issparse(X)
-    X = X.toarray() if svmlight else np.asarray(X, dtype=np.float64)
     if n_features is not None and X.shape[1] != n_features:
         d = X.shape[1]
         # svmlight files omit trailing zero features: pad, or cut columns that are all zero
         if svmlight and d < n_features:
-            X = np.hstack([X, np.zeros((X.shape[0], n_features - d))])
-        elif svmlight and not np.any(X[:, n_features:]):
-            X = X[:, :n_features]
+            X = sp.hstack([X, sp.csr_matrix((X.shape[0], n_features - d))]).tocsr()
+        elif svmlight and not sp.csr_matrix(X)[:, n_features:].count_nonzero():
+            X = sp.csr_matrix(X)[:, :n_features]
         else:
             raise KernelCVError(f"{path}: test data use {d} features but the training data "
                                 f"have {n_features}")
+    X = dense_array(X, f"kernelcv tune on {path}", memory_budget) if svmlight \
+        else np.asarray(X, dtype=np.float64)
     if X.shape[0] == 0:
         raise KernelCVError(f"{path}: no samples")
     if not np.all(np.isfinite(X)):

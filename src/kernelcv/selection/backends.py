@@ -30,6 +30,10 @@ Backends
 from __future__ import annotations
 
 import numbers
+import os
+import signal
+import threading
+import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -187,6 +191,8 @@ def run_tasks(
             "scheduler must be an address such as 'tcp://127.0.0.1:8786' or a "
             f"distributed.Client, got {type(scheduler).__name__}"
         )
+    elif isinstance(scheduler, str):
+        _check_address(distributed, scheduler)
     return _run_dask(function, tasks, shared, scheduler, distributed)
 
 
@@ -250,11 +256,49 @@ def _run_sequential(function, tasks, shared):
         yield index, function(**shared, **task)
 
 
+#: Seconds between a loky worker's checks that the process that started it still lives.
+PARENT_POLL_SECONDS = 0.5
+
+
+def _worker_setup(parent):
+    """Run once in each loky worker process when it starts.
+
+    The worker ignores SIGINT: Ctrl-C in a terminal reaches the whole process group, and
+    the parent alone should answer it (it stops the workers); otherwise every worker
+    prints a ``KeyboardInterrupt`` traceback. A daemon thread ends the worker when
+    ``parent`` is gone (``kill -9`` of the parent), instead of loky's idle timeout of
+    five minutes.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True,
+                     name="kernelcv-parent-watch").start()
+
+
+def _exit_with_parent(parent):
+    """Wait until this process's parent is no longer ``parent``; then exit at once."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_SECONDS)
+    os._exit(1)
+
+
+def _parallel(n_jobs, backend):
+    """A joblib ``Parallel`` yielding results as they finish (loky: with the worker setup)."""
+    from joblib import Parallel
+
+    options = {"n_jobs": n_jobs, "backend": backend, "return_as": "generator_unordered"}
+    if backend == "loky":
+        try:
+            return Parallel(**options, initializer=_worker_setup, initargs=(os.getpid(),))
+        except TypeError:  # a joblib without initializer: the workers keep the defaults
+            pass
+    return Parallel(**options)
+
+
 def _run_joblib(function, tasks, shared, n_jobs, backend):
-    from joblib import Parallel, delayed
+    from joblib import delayed
 
     try:
-        parallel = Parallel(n_jobs=n_jobs, backend=backend, return_as="generator_unordered")
+        parallel = _parallel(n_jobs, backend)
     except (TypeError, ValueError) as exc:  # joblib < 1.4 lacks "generator_unordered"
         import joblib
 
@@ -308,6 +352,27 @@ def _default_client(distributed):
 def _one_line(exc):
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
+
+
+def _check_address(distributed, address):
+    """Refuse a malformed scheduler address at once.
+
+    ``distributed.Client`` refuses it too, but the half-made client then waits 20 s to
+    close and prints a ``Client.__del__`` traceback at exit.
+    """
+    from distributed.comm import parse_address, parse_host_port
+    from distributed.comm.registry import get_backend
+
+    try:
+        scheme, location = parse_address(address)
+        get_backend(scheme)  # an unknown scheme such as foo://
+        if scheme != "inproc":  # tcp, tls, ws, wss, ucx: host:port
+            parse_host_port(location)
+    except (ValueError, TypeError) as exc:
+        raise KernelCVError(
+            f"cannot reach Dask scheduler at {address}: {_one_line(exc)}; give an address "
+            "such as tcp://127.0.0.1:8786"
+        ) from None
 
 
 def _connect(distributed, address):

@@ -207,6 +207,7 @@ class CVMethod:
                 ev = evaluate_lam(K, y, folds, float(lam), machine, "exact")
         result = {"cv_error": ev.cv_error,
                   "fold_errors": fold_losses(ev, y, folds, self.scoring),
+                  "fold_sizes": [int(c) for c in np.bincount(folds)],
                   "seconds": time.perf_counter() - tic}
         if machine.is_multiclass:  # the report's confusion matrix reuses them
             result["heldout_codes"] = [int(c) for c in ev.predictions]

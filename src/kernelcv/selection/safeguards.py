@@ -133,6 +133,22 @@ def choose(candidates, safeguarded, score_is_error, confirmed, rechecked) -> int
     return min(range(len(candidates)), key=lambda i: (candidates[i]["score"], i))
 
 
+def none_finite(candidates) -> bool:
+    """Whether no candidate has a finite score or exact error (every one inf or NaN).
+
+    The "best" of such a search is only the first in grid order: nothing was compared.
+    """
+    values = [c["score"] for c in candidates]
+    values += [c["exact_error"] for c in candidates if c.get("exact_error") is not None]
+    return not any(np.isfinite(v) for v in values if v is not None)
+
+
+NONE_FINITE_WARNING = (
+    "every candidate's CV error is infinite or NaN, so none is better than another and the "
+    "reported best is only the first in grid order: the computation overflowed (put X and "
+    "y on a reasonable scale, e.g. standardize them) or lam is too small for the kernel")
+
+
 def rank(candidates):
     """``rank`` 1 = best score (ties share the smallest rank, as in GridSearchCV)."""
     scores = np.array([c["score"] for c in candidates], dtype=np.float64)

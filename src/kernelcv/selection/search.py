@@ -16,6 +16,7 @@ The driver fits no machine itself; the refinement's refits run in this process.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -28,7 +29,15 @@ from .feature_space import FeatureSpace
 from .methods import BIF, GACV, ClosedForm, CVMethod, ExactRefit, GranularityRule
 from .options import AVERAGES, Execution, Safeguards, SearchSpace, kernel_settings
 from .refine import REFINE_MAX_EVALS, refine_search
-from .safeguards import APPROXIMATE, candidate_error, choose, rank, run_safeguards
+from .safeguards import (
+    APPROXIMATE,
+    NONE_FINITE_WARNING,
+    candidate_error,
+    choose,
+    none_finite,
+    rank,
+    run_safeguards,
+)
 from .screening import Screening, evaluate_grid
 
 METHOD_CLASSES = {cls.name: cls for cls in (ExactRefit, ClosedForm, BIF, GACV, FeatureSpace)}
@@ -111,7 +120,7 @@ class SearchResult:
             "param_name": self.param_name, "metric": self.metric, "n_samples": self.n_samples,
             "folds": self.folds, "order": self.order, "best_index": self.best_index,
             "best_params": self.best_params, "best_score": self.best["score"],
-            "best_cv_error": self.best_cv_error,
+            "best_cv_error": self.best_cv_error, "none_finite": none_finite(self.candidates),
             "confirmed": self.confirmed, "rechecked": self.rechecked,
             "refined": self.refined,
             "timings": self.timings, "notes": self.notes, "candidates": self.candidates,
@@ -231,7 +240,8 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         identity = {k: v for k, v in config.items() if k not in _NOT_FINGERPRINTED}
         key = fingerprint(X, y, fold_ids, {"config": identity, "settings": settings,
                                            "lams": setting_lams})
-        store = Checkpoint(execution.checkpoint, key, len(settings))
+        store = Checkpoint(execution.checkpoint, key, len(settings), setting_lams=setting_lams,
+                           n_samples=n, metric=machine.metric)
 
     data = method.prepare(X, budget, execution.parallel)
     shared = {"data": data, "y": y, "fold_ids": fold_ids, "method": method,
@@ -265,8 +275,10 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     best_index = choose(candidates, method.safeguarded, method.score_is_error, confirmed,
                         rechecked)
     rank(candidates)
+    if none_finite(candidates):
+        warnings.warn(NONE_FINITE_WARNING, RuntimeWarning, stacklevel=2)
     confirm_seconds = time.perf_counter() - confirm_tic
-    notes, refined, refine_tic = [], [], time.perf_counter()
+    notes, refined, refine_tic = list(store.notes) if store else [], [], time.perf_counter()
     if method.refines:
         best_index, refined, refine_notes = refine_search(
             X, y, fold_ids, candidates, best_index, machine, average, method.refine,

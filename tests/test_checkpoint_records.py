@@ -1,0 +1,260 @@
+"""Checkpoints are not trusted blindly: every line has a checksum and well-formed records.
+
+An edited, damaged or malformed line is dropped with a note and its work done again; it
+never reaches the report (issue 18: ``"cv_error": "oops"`` was reported, and a score
+edited to 1e-4 became the chosen model).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kernelcv.cli import main
+from kernelcv.datasets import make_synthetic
+from kernelcv.selection.record_checks import check_exact, check_setting_records
+from kernelcv.selection.search import grid_search
+
+GAMMAS = [0.05, 0.5, 5.0]
+LAMS = [1e-3, 1e-2, 1e-1]
+_STABLE = ("gamma", "lam", "score", "cv_error", "exact_error", "status", "rank",
+           "fold_errors")
+
+
+@pytest.fixture(scope="module")
+def problem():
+    X, y = make_synthetic(40, 3, random_state=7)
+    return X, y
+
+
+def _search(problem, path, machine="l2svm", **options):
+    X, y = problem
+    options = {"gammas": GAMMAS, "lams": LAMS, "folds": 4, "random_state": 0,
+               "checkpoint": path, **options}
+    return grid_search(X, y, machine, **options)
+
+
+def _stable(result):
+    return [{k: c.get(k) for k in _STABLE} for c in result.candidates]
+
+
+def _resign(entry, key):
+    """The checksum a crafted file would carry (the key is in the header)."""
+    body = {k: v for k, v in entry.items() if k != "sha256"}
+    text = key + "\n" + json.dumps(body, sort_keys=True)
+    return {**body, "sha256": hashlib.sha256(text.encode()).hexdigest()}
+
+
+def _edit(path, line_number, change, resign=False):
+    lines = path.read_text().splitlines()
+    key = json.loads(lines[0])["fingerprint"]
+    entry = json.loads(lines[line_number])
+    change(entry)
+    if resign:
+        entry = _resign(entry, key)
+    lines[line_number] = json.dumps(entry)
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("resign", [False, True])
+def test_cv_error_oops_is_dropped_and_recomputed(problem, tmp_path, resign):
+    path = tmp_path / "c.ckpt"
+    reference = _search(problem, path)
+
+    def oops(entry):
+        entry["records"][0]["cv_error"] = "oops"
+
+    _edit(path, 1, oops, resign)
+    resumed = _search(problem, path)
+    assert _stable(resumed) == _stable(reference)
+    problem_text = "cv_error is not a number" if resign else "checksum does not match"
+    dropped = [n for n in resumed.notes if "line 2 dropped" in n]
+    assert len(dropped) == 1 and problem_text in dropped[0], resumed.notes
+    assert "oops" not in path.read_text()  # rewritten without the bad line
+    again = _search(problem, path)
+    assert not [n for n in again.notes if "dropped" in n]
+
+
+@pytest.mark.parametrize("resign", [False, True])
+def test_score_edited_to_look_best_is_never_chosen(problem, tmp_path, resign):
+    path = tmp_path / "c.ckpt"
+    reference = _search(problem, path, confirm=0, method="bif", order=3)
+    worst = max(range(len(reference.candidates)),
+                key=lambda i: reference.candidates[i]["score"])
+    setting, position = divmod(worst, len(LAMS))
+
+    def flatter(entry):
+        entry["records"][position]["score"] = 1e-4
+        entry["records"][position]["cv_error"] = 1e-4
+
+    _edit(path, 1 + setting, flatter, resign)
+    resumed = _search(problem, path, confirm=0, method="bif", order=3)
+    assert resumed.best_index == reference.best_index != worst
+    assert _stable(resumed) == _stable(reference)
+    assert any(f"line {2 + setting} dropped" in n for n in resumed.notes)
+
+
+def test_old_checkpoint_without_checksums_is_redone(problem, tmp_path):
+    path = tmp_path / "c.ckpt"
+    reference = _search(problem, path)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[0]["kernelcv_checkpoint"] = 1
+    path.write_text("".join(json.dumps({k: v for k, v in e.items() if k != "sha256"}) + "\n"
+                            for e in lines))
+    calls = []
+    resumed = _search(problem, path, progress=lambda *a: calls.append(a))
+    assert calls[0] == ("search", 0, len(GAMMAS))  # nothing reused
+    assert _stable(resumed) == _stable(reference)
+    assert sum("no checksum" in n for n in resumed.notes) == len(lines) - 1
+    assert json.loads(path.read_text().splitlines()[0])["kernelcv_checkpoint"] == 2
+
+
+def test_damaged_middle_line_is_dropped_not_fatal(problem, tmp_path):
+    path = tmp_path / "c.ckpt"
+    reference = _search(problem, path)
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2][:40]  # a damaged line in the middle of the file
+    path.write_text("\n".join(lines) + "\n")
+    resumed = _search(problem, path)
+    assert _stable(resumed) == _stable(reference)
+    assert any("line 3 dropped" in n for n in resumed.notes)
+
+
+@pytest.mark.parametrize("options", [
+    {"machine": "l2svm", "method": "exact"},
+    {"machine": "l2svm", "method": "bif", "order": 2},
+    {"machine": "svm", "method": "bif", "order": "auto"},
+    {"machine": "krr", "method": "closed-form"},
+    {"machine": "svm", "method": "gacv"},
+    {"machine": "svr", "method": "bif"},
+    {"machine": "l2svm", "method": "rff", "features": 10},
+])
+def test_records_of_every_method_pass_the_checks(problem, tmp_path, options):
+    """No false alarms: a resumed search reuses every line of every method."""
+    X, y = problem
+    if options["machine"] in ("krr", "svr"):
+        y = X[:, 0] + 0.1 * np.sin(7 * X[:, 1])
+    options = dict(options)
+    machine = options.pop("machine")
+    path = tmp_path / "c.ckpt"
+    first = grid_search(X, y, machine, gammas=GAMMAS, lams=LAMS, folds=4, checkpoint=path,
+                        **options)
+    calls = []
+    again = grid_search(X, y, machine, gammas=GAMMAS, lams=LAMS, folds=4, checkpoint=path,
+                        progress=lambda *a: calls.append(a), **options)
+    assert calls[0] == ("search", len(GAMMAS), len(GAMMAS))
+    assert not [n for n in again.notes if "dropped" in n], again.notes
+    assert _stable(again) == _stable(first)
+
+
+def test_multiclass_records_pass_the_checks(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(45, 2))
+    y = np.repeat([0, 1, 2], 15)
+    X[y == 1] += 2.5
+    X[y == 2] -= 2.5
+    path = tmp_path / "c.ckpt"
+    grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=3, checkpoint=path)
+    again = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=3, checkpoint=path)
+    assert not [n for n in again.notes if "dropped" in n], again.notes
+
+
+def test_cli_prints_the_note(tmp_path, capsys):
+    X, y = make_synthetic(40, 3, random_state=7)
+    data = tmp_path / "train.npz"
+    np.savez(data, X=X, y=y)
+    path = tmp_path / "c.ckpt"
+    argv = ["select", str(data), "--machine", "l2svm", "--gamma-grid", "0.05,0.5",
+            "--lam-grid", "0.01,0.1", "--checkpoint", str(path), "--json"]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+
+    def oops(entry):
+        entry["records"][1]["cv_error"] = "oops"
+
+    _edit(path, 2, oops)
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert first["best_params"] == json.loads(captured.out)["best_params"]
+    notes = [line for line in captured.err.splitlines() if "dropped" in line]
+    assert len(notes) == 1 and notes[0].startswith("kernelcv: note: checkpoint")
+
+
+# ---------------------------------------------------------------- the checks themselves
+
+GOOD = {"lam": 0.1, "score": 0.25, "cv_error": 0.25, "fold_errors": [0.5, 0.0],
+        "fold_sizes": [2, 2], "n_folds": 2, "degenerate": False, "seconds": 0.1}
+
+
+@pytest.mark.parametrize("change,problem", [
+    ({"cv_error": "oops"}, "not a number"),
+    ({"cv_error": float("nan")}, "not a number"),
+    ({"cv_error": -0.1, "score": -0.1}, "outside"),
+    ({"cv_error": 0.3, "score": 0.3}, "not the mean"),
+    ({"score": 1e-4}, "differs from cv_error"),
+    ({"fold_errors": [0.5, 0.1]}, "whole number"),
+    ({"fold_errors": [0.5]}, "list of 2"),
+    ({"fold_sizes": [2, 3]}, "add up"),
+    ({"fold_sizes": [2, 0]}, "positive"),
+    ({"n_folds": 1}, ">= 2"),
+    ({"n_folds": True}, ">= 2"),
+    ({"lam": 0.2}, "grid"),
+    ({"degenerate": "no"}, "true/false"),
+    ({"seconds": -1}, "time"),
+])
+def test_setting_record_checks(change, problem):
+    assert check_setting_records([GOOD], [0.1], 4, 1.0) is None
+    found = check_setting_records([{**GOOD, **change}], [0.1], 4, 1.0)
+    assert found is not None and problem in found
+    assert "records for" in check_setting_records([GOOD, GOOD], [0.1], 4, 1.0)
+    assert "lacks" in check_setting_records([{"lam": 0.1}], [0.1], 4, 1.0)
+
+
+def test_exact_checks():
+    good = {"cv_error": 0.25, "fold_errors": [0.5, 0.0], "fold_sizes": [2, 2],
+            "seconds": 1.0}
+    assert check_exact(good, 4, 1.0) is None
+    assert "not the mean" in check_exact({**good, "cv_error": 0.0}, 4, 1.0)
+    assert "outside [0, 1]" in check_exact({**good, "cv_error": 2.0}, 4, 1.0)
+    assert "add up" in check_exact(good, 5, 1.0)
+    assert "lacks" in check_exact({"cv_error": 0.2}, 4, 1.0)
+    assert ">= 2" in check_exact({**good, "fold_errors": [0.25], "fold_sizes": [4]}, 4, 1.0)
+
+
+@given(data=st.data())
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_byte_changed_never_changes_the_result(problem, tmp_path_factory, data):
+    """Change one character of a record line anywhere: the resumed search is the same."""
+    path = tmp_path_factory.mktemp("ckpt") / "c.ckpt"
+    reference = _search(problem, path, machine="krr", method="closed-form")
+    text = path.read_text()
+    start = text.index("\n") + 1  # keep the header (another header is refused outright)
+    # a share of the length, not an index: the file's length varies with its timings
+    share = data.draw(st.floats(0, 1, exclude_max=True), label="where")
+    where = start + int(share * (len(text) - 1 - start))
+    char = data.draw(st.sampled_from("0123456789.-eE,:{}[]\" aZ"), label="character")
+    path.write_text(text[:where] + char + text[where + 1:])
+    resumed = _search(problem, path, machine="krr", method="closed-form")
+    assert _stable(resumed) == _stable(reference)
+    assert resumed.best_index == reference.best_index
+
+
+@pytest.mark.parametrize("resign", [False, True])
+def test_edited_confirmation_is_redone(problem, tmp_path, resign):
+    path = tmp_path / "c.ckpt"
+    reference = _search(problem, path, method="bif", order=3)
+    last = len(path.read_text().splitlines()) - 1
+
+    def flatter(entry):
+        entry["exact"]["cv_error"] = 0.0
+
+    _edit(path, last, flatter, resign)
+    resumed = _search(problem, path, method="bif", order=3)
+    assert _stable(resumed) == _stable(reference)
+    assert any(f"line {last + 1} dropped" in n for n in resumed.notes), resumed.notes
