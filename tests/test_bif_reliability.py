@@ -99,7 +99,7 @@ def test_cli_cv_warns_once(tmp_path, capsys):
     path = tmp_path / "five.npz"
     np.savez(path, X=X, y=y)
     argv = ["cv", str(path), "--machine", "lssvm", "--gamma", str(1 / 13), "--lam", "1e-3",
-            "--method", "bif", "--folds", "5"]
+            "--method", "bif", "--order", "5", "--folds", "5"]
     assert main([*argv, "--json"]) == 0
     captured = capsys.readouterr()
     lines = [line for line in captured.err.splitlines() if "not converged" in line]
