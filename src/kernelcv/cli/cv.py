@@ -19,7 +19,7 @@ from ..cv import METHODS, cross_validate
 from ..datasets import SUPPORTED_FORMATS, load_data, read_fold_ids
 from ..kernels import KERNELS
 from ..machines import CLASSIFIERS, MACHINES
-from .options import budget_arg, format_number, order_arg
+from .options import add_header_argument, budget_arg, format_number, order_arg
 
 __all__ = ["add_arguments", "problems", "render", "run_command", "run_cv"]
 
@@ -32,7 +32,7 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
            huber_width=0.01, epsilon=0.1, fit_intercept=None, multiclass="ovr",
            folds=DEFAULT_FOLDS,
            seed=DEFAULT_SEED, fold_ids=None, method="exact", order=5,
-           memory_budget=None) -> dict:
+           memory_budget=None, header="auto") -> dict:
     """Load a data file and estimate the cross-validation error of one kernel machine.
 
     Parameters
@@ -48,6 +48,8 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
         Seed of the fold assignment (fixed by default so that repeated runs agree).
     fold_ids : str or os.PathLike, optional
         File with one integer fold id per line (see :func:`kernelcv.datasets.read_fold_ids`).
+    header : {"auto", "yes", "no"}
+        Whether a CSV file's first row is a header (:func:`kernelcv.datasets.load_data`).
 
     Returns
     -------
@@ -62,7 +64,7 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     KernelCVError
         For any problem with the files, the data or the settings.
     """
-    X, y = load_data(data)
+    X, y = load_data(data, header)
     if fold_ids is not None:
         folds = read_fold_ids(fold_ids, y.shape[0])
         seed = None
@@ -133,6 +135,7 @@ def add_arguments(parser):
                              "(default: $KERNELCV_MEMORY_BUDGET or half the RAM)")
     parser.add_argument("--json", action="store_true",
                         help="print the result as one JSON object")
+    add_header_argument(parser)
 
 
 def run_command(args, parser):
@@ -149,7 +152,8 @@ def run_command(args, parser):
             fit_intercept=False if args.no_intercept else None, multiclass=args.multiclass,
             folds=DEFAULT_FOLDS if args.folds is None else args.folds,
             seed=DEFAULT_SEED if args.seed is None else args.seed, fold_ids=args.fold_ids,
-            method=args.method, order=args.order, memory_budget=args.memory_budget)
+            method=args.method, order=args.order, memory_budget=args.memory_budget,
+            header=args.header)
 
 
 def render(summary, args=None):
