@@ -11,7 +11,9 @@ Supported file formats (chosen by the file name's suffix):
     and no index 0); ``X`` stays a sparse CSR matrix (float64, 32-bit indices).
 ``.csv``, ``.csv.gz``
     Comma-separated numbers, one sample per row, the **last column is the target**. A
-    header row is allowed; it is recognised by being non-numeric.
+    header row is allowed: ``header="auto"`` (default) decides from the first row and
+    logs the decision, ``"yes"`` / ``"no"`` say it (see :mod:`kernelcv.csvdata`; a first
+    row that is "almost numeric" is an error under ``"auto"``, not a header).
 ``.npz``
     A NumPy archive (:func:`numpy.savez`) holding the arrays ``X`` and ``y``.
 
@@ -23,7 +25,6 @@ with a one-line message that names the file.
 from __future__ import annotations
 
 import gzip
-import io
 import zipfile
 import zlib
 from pathlib import Path
@@ -31,11 +32,13 @@ from pathlib import Path
 import numpy as np
 
 from ._synthetic import load_demo_data, make_synthetic
+from .csvdata import HEADERS, parse_csv
 from .exceptions import KernelCVError
 from .svmlight import parse_svmlight_files
 from .validation import as_2d_float
 
 __all__ = [
+    "HEADERS",
     "SUPPORTED_FORMATS",
     "load_data",
     "load_demo_data",
@@ -58,13 +61,15 @@ SUPPORTED_FORMATS = (
 # --------------------------------------------------------------------------------------
 
 
-def load_data(path):
+def load_data(path, header="auto"):
     """Load a data set from a file, choosing the format by the file name's suffix.
 
     Parameters
     ----------
     path : str or os.PathLike
         File in one of the formats listed in the module docstring.
+    header : {"auto", "yes", "no"}
+        Whether the first row of a CSV file is a header (other formats ignore it).
 
     Returns
     -------
@@ -88,11 +93,11 @@ def load_data(path):
     if kind == "svmlight":
         return _load_svmlight(path)
     if kind == "csv":
-        return _load_csv(path)
+        return _load_csv(path, header)
     return _load_npz(path)
 
 
-def load_train_test(train, test):
+def load_train_test(train, test, header="auto"):
     """Load a training and a test file so that their feature columns agree.
 
     Two svmlight files are parsed **together** (as
@@ -113,7 +118,7 @@ def load_train_test(train, test):
     """
     train, test = Path(train), Path(test)
     if _format_of(train) != "svmlight" or _format_of(test) != "svmlight":
-        return (*load_data(train), *load_data(test))
+        return (*load_data(train, header), *load_data(test, header))
     (X, y), (X_test, y_test) = parse_svmlight_files(
         [(train, _read_bytes(train)), (test, _read_bytes(test))])
     return X, y, X_test, y_test
@@ -246,55 +251,8 @@ def _load_svmlight(path):
     return X, y
 
 
-def _load_csv(path):
-    text = _decode(path, _read_bytes(path), "CSV file")
-    rows = [(number, line) for number, line in enumerate(text.splitlines(), start=1)
-            if line.strip()]
-    if not rows:
-        raise KernelCVError(f"{path}: the file is empty (no rows)")
-    if not _is_numeric_row(rows[0][1]):
-        rows = rows[1:]  # a header
-        if not rows:
-            raise KernelCVError(f"{path}: the file has a header row but no data rows")
-    width = len(rows[0][1].split(","))
-    if width < 2:
-        raise KernelCVError(
-            f"{path}, line {rows[0][0]}: need at least two columns (features, then the "
-            "target in the last column)")
-    try:  # fast path; the slow scan below only runs to explain a failure
-        table = np.loadtxt(io.StringIO("\n".join(line for _, line in rows)),
-                           delimiter=",", dtype=np.float64, ndmin=2, comments=None)
-    except ValueError as exc:
-        _explain_csv_failure(path, rows, width)
-        raise KernelCVError(f"{path}: not a valid CSV file ({_one_line(exc)})") from None
-    return table[:, :-1].copy(), table[:, -1].copy()
-
-
-def _explain_csv_failure(path, rows, width):
-    """Raise an error naming the first ragged row or non-numeric cell, if there is one."""
-    for number, line in rows:
-        cells = line.split(",")
-        if len(cells) != width:
-            raise KernelCVError(
-                f"{path}, line {number}: has {len(cells)} columns but the first data row "
-                f"has {width}")
-        for j, cell in enumerate(cells):
-            try:
-                float(cell)
-            except ValueError:
-                shown = cell.strip()
-                what = "an empty cell" if not shown else f"{shown!r} is not a number"
-                raise KernelCVError(
-                    f"{path}, line {number}, column {j + 1}: {what}") from None
-
-
-def _is_numeric_row(line):
-    try:
-        for cell in line.split(","):
-            float(cell)
-    except ValueError:
-        return False
-    return True
+def _load_csv(path, header="auto"):
+    return parse_csv(path, _decode(path, _read_bytes(path), "CSV file"), header)
 
 
 def _load_npz(path):

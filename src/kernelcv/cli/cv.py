@@ -21,7 +21,7 @@ from ..datasets import SUPPORTED_FORMATS, load_data, read_fold_ids
 from ..kernels import KERNELS
 from ..machines import CLASSIFIERS, MACHINES
 from ..reports.scaling import SCALINGS, apply_scaling, fit_scaling, scaling_entry
-from .options import budget_arg, format_number, order_arg
+from .options import add_header_argument, budget_arg, format_number, order_arg
 
 __all__ = ["add_arguments", "problems", "render", "run_command", "run_cv"]
 
@@ -34,7 +34,7 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
            huber_width=0.01, epsilon=0.1, fit_intercept=None, multiclass="ovr",
            folds=DEFAULT_FOLDS,
            seed=DEFAULT_SEED, fold_ids=None, method="exact", order="inf",
-           memory_budget=None, scale="none") -> dict:
+           memory_budget=None, scale="none", header="auto") -> dict:
     """Load a data file and estimate the cross-validation error of one kernel machine.
 
     Parameters
@@ -53,6 +53,8 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     scale : {"none", "standard", "minmax"}
         Feature scaling fitted on all the data before the CV (the held-out folds' inputs
         take part in it, as when a data set is scaled once with ``svm-scale``).
+    header : {"auto", "yes", "no"}
+        Whether a CSV file's first row is a header (:func:`kernelcv.datasets.load_data`).
 
     Returns
     -------
@@ -67,7 +69,7 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     KernelCVError
         For any problem with the files, the data or the settings.
     """
-    X, y = load_data(data)
+    X, y = load_data(data, header)
     scaling = fit_scaling(X, scale)
     X = apply_scaling(X, scaling)
     if fold_ids is not None:
@@ -158,6 +160,7 @@ def add_arguments(parser):
                              "(default; see kernelcv select --help)")
     parser.add_argument("--json", action="store_true",
                         help="print the result as one JSON object")
+    add_header_argument(parser)
 
 
 def run_command(args, parser):
@@ -179,7 +182,7 @@ def run_command(args, parser):
             folds=DEFAULT_FOLDS if args.folds is None else args.folds,
             seed=DEFAULT_SEED if args.seed is None else args.seed, fold_ids=args.fold_ids,
             method=args.method, order=args.order, memory_budget=args.memory_budget,
-            scale=args.scale)
+            scale=args.scale, header=args.header)
 
 
 def render(summary, args=None):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..exceptions import KernelCVError
 from ..reports.hypothetical import MODELS, run_hypothetical
 from ..selection.grids import parse_grid
-from .options import budget_arg, format_number
+from .options import add_header_argument, budget_arg, format_number
 
 EXAMPLES = """examples:
   kernelcv data    # writes data/breast_cancer_train.svm and the other example files
@@ -47,6 +47,7 @@ def add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--memory-budget", type=budget_arg, metavar="BYTES",
                         help="memory the dense data and similarity matrices may use, e.g. 8G")
+    add_header_argument(parser)
 
 
 def _grid(text, option, name):
@@ -107,7 +108,8 @@ def run_command(args, parser):
         args.data, model=args.model, mus=_mu_grid(args.mu_grid),
         Cs=_grid(args.C, "--C", "C"), lams=_grid(args.lam_grid, "--lam-grid", "lam"),
         noise_var=_noise_var(args.noise_var), loo=not args.no_loo, out=args.out, plot=args.plot,
-        kernels=kernels, similarities=similarities, memory_budget=args.memory_budget)
+        kernels=kernels, similarities=similarities, memory_budget=args.memory_budget,
+        header=args.header)
 
 
 def render(report, args=None):

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import os
 import sys
 import warnings
@@ -125,6 +126,21 @@ def _say(kind, message):
     print(f"{PROG}: {kind}: {text}", file=sys.stderr)
 
 
+class _NoteHandler(logging.Handler):
+    """Keeps the library's log records (e.g. a CSV header decision) to print as notes.
+
+    They are printed (``kernelcv: note:``) when the command succeeds; a failed command
+    prints its one error line only.
+    """
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
 def _report_warnings(caught):
     seen = set()
     for item in caught:
@@ -168,6 +184,19 @@ def _main(argv):
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     command = args._command
     module = command.load()
+    library = logging.getLogger(PROG)
+    handler = _NoteHandler()
+    level = library.level
+    library.setLevel(logging.INFO)
+    library.addHandler(handler)
+    try:
+        return _run(module, command, args, handler.messages)
+    finally:
+        library.removeHandler(handler)
+        library.setLevel(level)
+
+
+def _run(module, command, args, logged):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -180,6 +209,8 @@ def _main(argv):
             return EXIT_ERROR
         except KeyboardInterrupt:
             return _interrupted(module, args)
+    for note in logged:
+        _say("note", note)
     _report_warnings(caught)
     for note in summary.get("notes") or []:
         # the cv command shows these as warnings (its problems())

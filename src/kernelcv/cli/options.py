@@ -37,3 +37,11 @@ def format_number(value, digits: int = 4) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}g}"
     return str(value)
+
+
+def add_header_argument(parser):
+    """``--header {auto,yes,no}``: whether a CSV file's first row is a header."""
+    parser.add_argument("--header", choices=("auto", "yes", "no"), default="auto",
+                        help="CSV files: is the first row a header? auto (default) decides "
+                             "and says so in a note; an almost numeric first row is an "
+                             "error, not a header")

@@ -19,7 +19,7 @@ from ..reports.select import run_select
 from ..selection.granularity import RULES
 from ..selection.grids import parse_grid, sigma_to_gamma
 from ..selection.search import METHODS
-from .options import budget_arg, format_number, order_arg
+from .options import add_header_argument, budget_arg, format_number, order_arg
 
 DEFAULT_TOP = 5
 
@@ -182,6 +182,7 @@ def add_arguments(parser):
     output.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
                         help=f"candidates listed in the summary (default {DEFAULT_TOP})")
     output.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_header_argument(output)
 
 
 class _Progress:
@@ -264,7 +265,8 @@ def run_command(args, parser):
             seed=0 if args.seed is None else args.seed, test=args.test,
             out=args.out, plot=args.plot, checkpoint=args.checkpoint, n_jobs=args.n_jobs,
             scheduler=args.scheduler, memory_budget=args.memory_budget, progress=progress,
-            Cs=cs, screen=args.screen, scale=args.scale, **feature_options)
+            Cs=cs, screen=args.screen, scale=args.scale, header=args.header,
+            **feature_options)
     finally:
         progress.close()
 

@@ -12,7 +12,7 @@ from ..datasets import SUPPORTED_FORMATS
 from ..exceptions import KernelCVError
 from ..reports.tune import run_tune
 from ..selection.grids import parse_grid
-from .options import budget_arg
+from .options import add_header_argument, budget_arg
 
 EXAMPLES = """examples:
   kernelcv data    # writes data/breast_cancer_train.svm and the other example files
@@ -54,6 +54,7 @@ def add_arguments(parser):
     out.add_argument("--test", metavar="TESTDATA", help="test data: report the test error")
     out.add_argument("--out", metavar="DIR", help="write report.json here")
     out.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_header_argument(out)
     out.add_argument("--memory-budget", type=budget_arg, metavar="BYTES",
                      help="memory the dense n x n matrices may use, e.g. 8G")
 
@@ -73,7 +74,8 @@ def run_command(args, parser):
                     fit_intercept=not args.no_intercept, multiclass=args.multiclass,
                     optimizer=args.optimizer, n_restarts=args.restarts,
                     max_iter=args.max_iter, seed=args.seed, folds=args.folds,
-                    test=args.test, out=args.out, memory_budget=args.memory_budget)
+                    test=args.test, out=args.out, memory_budget=args.memory_budget,
+                    header=args.header)
 
 
 def render(report, args=None):

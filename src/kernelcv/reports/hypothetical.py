@@ -40,7 +40,7 @@ FIGURE_NAME = "hypothetical.png"
 
 def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
                      noise_var=None, loo=True, out=None, plot=False,
-                     kernels=None, similarities=None, memory_budget=None):
+                     kernels=None, similarities=None, memory_budget=None, header="auto"):
     """Load ``data`` and run the hypothetical criterion of ``model``.
 
     Parameters
@@ -63,6 +63,8 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
         :func:`kernelcv.hypothetical.relevance.make_kernels`), default ``["rbf"]``
     similarities : ``relevance``: precomputed ``n x n`` matrices (arrays or ``.npy``
         paths) used instead of (or besides) ``kernels``
+    memory_budget : the budget of the dense data (see :mod:`kernelcv.memory`)
+    header : whether a CSV file's first row is a header (``"auto"``, ``"yes"``, ``"no"``)
 
     Returns
     -------
@@ -86,7 +88,7 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
         X, y = data
         source = "<arrays>"
     else:
-        X, y = load_data(data)
+        X, y = load_data(data, header)
         source = os.fspath(data)
     X = np.asarray(dense_array(X, f"kernelcv hypothetical on {source}", memory_budget),
                    dtype=np.float64)

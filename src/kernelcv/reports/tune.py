@@ -37,8 +37,11 @@ CV_PROTOCOL = ("tuned on all data, machine refit per fold (optimistic; the paper
 def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=False, C=1.0,
              tune_C=False, gamma_s=DEFAULT_GAMMA_S, fit_intercept=True, multiclass="ovo",
              optimizer="cg", n_restarts=3, max_iter=100, seed=0, folds=10, test=None,
-             out=None, memory_budget=None) -> dict:
+             out=None, memory_budget=None, header="auto") -> dict:
     """Tune the LS-SVM kernel mixture on a data file; report LOO, t-fold CV and test error.
+
+    ``header``: whether a CSV file's first row is a header (``"auto"``, ``"yes"``,
+    ``"no"``; :func:`kernelcv.datasets.load_data`).
 
     Returns
     -------
@@ -60,7 +63,7 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
         n_restarts=n_restarts, max_iter=max_iter, random_state=seed,
         memory_budget=memory_budget)
     estimator._check_params()
-    X, y = _load(data, memory_budget=memory_budget)
+    X, y = _load(data, memory_budget=memory_budget, header=header)
     n = X.shape[0]
     classes, counts = np.unique(y, return_counts=True)
     if classes.size < 2:
@@ -80,7 +83,8 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
                      "folds: plain shuffled folds are used")
     X_test = y_test = None
     if test is not None:
-        X_test, y_test = _load(test, n_features=X.shape[1], memory_budget=memory_budget)
+        X_test, y_test = _load(test, n_features=X.shape[1], memory_budget=memory_budget,
+                                header=header)
         unknown = sorted({_plain(v) for v in np.unique(y_test)} - {_plain(c) for c in classes},
                          key=str)
         if unknown:
@@ -130,8 +134,8 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
     return report
 
 
-def _load(path, n_features=None, memory_budget=None):
-    X, y = load_data(path)
+def _load(path, n_features=None, memory_budget=None, header="auto"):
+    X, y = load_data(path, header)
     svmlight = sp.issparse(X)
     if n_features is not None and X.shape[1] != n_features:
         d = X.shape[1]
