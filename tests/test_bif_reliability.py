@@ -40,6 +40,8 @@ def _heart_like(n=270, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, size=(n, 13))
     y = np.where(X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+    if n < 20:  # heart's first rows alternate; every leave-one-out part keeps both classes
+        y = np.resize([1.0, -1.0, 1.0, -1.0, -1.0], n)
     return X, y
 
 
@@ -159,7 +161,7 @@ def _problem(case, regression):
 @QUIET
 @SOLVER
 @given(case=PROBLEMS, machine=st.sampled_from(["krr", "lssvm"]))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, derandomize=True)
 def test_square_loss_bif_flags_itself_whenever_off_by_more_than_tolerance(case, machine):
     regression = machine == "krr"
     X, y = _problem(case, regression)
