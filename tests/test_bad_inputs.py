@@ -112,3 +112,113 @@ def test_malformed_scheduler_address_is_refused_by_run_tasks(address):
 
     with pytest.raises(KernelCVError, match="tcp://127.0.0.1:8786"):
         run_tasks(abs, [{"x": 1}], scheduler=address)
+
+
+# ---------------------------------------------------------------- messages that misled
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_one_sample_class_does_not_advise_fewer_folds(n_classes):
+    from kernelcv import cross_validate
+    from kernelcv.exceptions import KernelCVError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = np.arange(30) % (n_classes - 1)
+    y[7] = n_classes - 1  # the last class has one sample
+    for folds in (2, 5, 30):
+        with pytest.raises(KernelCVError, match="single sample, so no number of folds") as info:
+            cross_validate(X, y, "l2svm", gamma=1.0, lam=0.1, folds=folds)
+        assert "fewer folds" not in str(info.value)
+
+
+@pytest.mark.parametrize("method", ["exact", "bif", "closed-form"])
+def test_overflow_from_unscaled_x_is_named_not_lam(method):
+    from kernelcv import cross_validate
+    from kernelcv.exceptions import KernelCVError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2)) * 1e20
+    y = np.where(rng.normal(size=30) > 0, 1, -1)
+    with pytest.raises(KernelCVError, match="overflow float64.*standardize X") as info:
+        cross_validate(X, y, "lssvm", "poly", degree=8, lam=0.1, method=method)
+    assert "lam is too small" not in str(info.value)
+
+
+def test_non_finite_predictions_name_their_likely_cause():
+    """Held-out predictions that overflowed: the targets, the kernel, or lam, in order."""
+    from kernelcv.criteria.evaluate import _non_finite_message
+
+    K, y = np.eye(3), np.ones(3)
+    assert "targets reach 1e+200" in _non_finite_message(K, y * 1e200, 0.1, "exact")
+    assert "standardize X" in _non_finite_message(K * 1e200, y, 0.1, "bif")
+    exact = _non_finite_message(K, y, 1e-300, "exact")
+    assert "lam is too small" in exact and "method='exact'" not in exact
+    assert "method='exact'" in _non_finite_message(K, y, 1e-300, "bif")
+
+
+def test_cross_validate_accepts_the_estimators_gamma_strings():
+    from kernelcv import cross_validate
+    from kernelcv.estimators import KernelRidgeRegressor
+    from kernelcv.exceptions import KernelCVError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3)) * 3
+    y = X[:, 0] + 0.1 * rng.normal(size=30)
+    for name in ("scale", "auto"):
+        by_name = cross_validate(X, y, "krr", gamma=name, lam=0.1, folds=5, random_state=0)
+        gamma = KernelRidgeRegressor(gamma=name).fit(X, y).gamma_
+        by_value = cross_validate(X, y, "krr", gamma=gamma, lam=0.1, folds=5, random_state=0)
+        assert by_name.params["gamma"] == gamma and by_name.cv_error == by_value.cv_error
+    with pytest.raises(KernelCVError, match="'scale' or 'auto'"):
+        cross_validate(X, y, "krr", gamma="wide", lam=0.1)
+
+
+def test_messages_show_plain_numbers_not_numpy_reprs():
+    from kernelcv import cross_validate
+    from kernelcv.exceptions import KernelCVError
+
+    X = np.ones((6, 2))
+    with pytest.raises(KernelCVError) as info:
+        cross_validate(X, np.arange(6.0), "krr", gamma=1.0, lam=np.float64(-1.0))
+    assert "got -1.0" in str(info.value) and "np." not in str(info.value)
+    message = str(KernelCVError(f"{np.float64(1.0)!r}, {np.int64(3)!r}, {np.bool_(True)!r}"))
+    assert message == "1.0, 3, True"
+
+
+def test_cli_cv_inf_error_names_the_scale(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    path = tmp_path / "big_y.npz"
+    np.savez(path, X=X, y=X[:, 0] * 1e200)
+    assert main(["cv", str(path), "--machine", "krr", "--gamma", "1", "--lam", "0.1",
+                 "--method", "exact"]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING: the CV error is not a finite number" in out and "standardize" in out
+    assert "--method exact" not in out  # it already was
+
+
+def test_full_disk_while_checkpointing_names_the_file(tmp_path, monkeypatch):
+    """ENOSPC reported with the file's name, for select's and bench's checkpoints."""
+    import errno
+    import io as _io
+
+    from kernelcv.exceptions import KernelCVError
+    from kernelcv.experiments import bench
+    from kernelcv.selection.checkpoint import Checkpoint
+
+    class Full(_io.StringIO):
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    store = Checkpoint(tmp_path / "search.ckpt", "key", 2)
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda path, mode="r", *a, **k: Full()
+                        if "a" in mode else real_open(path, mode, *a, **k))
+    with pytest.raises(KernelCVError, match=f"{tmp_path / 'search.ckpt'}: No space left"):
+        store.add_setting(0, [])
+    monkeypatch.undo()
+    path = tmp_path / "checkpoint.jsonl"
+    monkeypatch.setattr(type(path), "open", lambda self, mode="r", *a, **k: Full())
+    with pytest.raises(KernelCVError, match=f"cannot write {path}: No space left"):
+        bench._write_text(path, "x\n", "a")

@@ -28,7 +28,7 @@ from .criteria.multiclass import MulticlassCV
 from .criteria.result import CVResult
 from .criteria.truncation import UNCONVERGED
 from .exceptions import KernelCVError
-from .kernels import GramFactory, make_kernel
+from .kernels import GramFactory, make_kernel, resolve_gamma
 from .machines import make_machine
 from .memory import check_dense_budget
 from .selection.methods import BIF, ClosedForm, ExactRefit, parse_order
@@ -53,8 +53,8 @@ def _prepare(X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
                  else _METHOD_CLASSES[method]())
     criterion.bind(spec, kernel)
     order = criterion.reported_order()
-    kern = make_kernel(kernel, gamma, degree, coef0)
     X, y, mapping = check_data(X, y, spec.is_classifier, multiclass=True)
+    kern = make_kernel(kernel, resolve_gamma(gamma, X), degree, coef0)
     if spec.is_classifier and len(mapping) > 2:
         spec = replace(spec, n_classes=len(mapping))
     fold_ids = make_folds(y, folds, spec.is_classifier, random_state)
@@ -87,8 +87,10 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
     machine : {"krr", "lssvm", "l2svm", "svm", "svr"}
         See :mod:`kernelcv.machines`; ``svm``/``svr`` are the Huber-smoothed machines.
     kernel : {"rbf", "laplace", "poly", "linear"}
-    gamma : float
+    gamma : float, "scale" or "auto"
         Kernel width (required for rbf and laplace); ``gamma = 1 / (2 sigma^2)``.
+        ``"scale"`` and ``"auto"`` are SVC's (and the estimators') conventions:
+        ``1 / (n_features * X.var())`` and ``1 / n_features``.
     lam : float
         Regularisation of ``(1/n) sum loss + lam ||f||^2``; scikit-learn's KernelRidge
         ``alpha = n lam``, SVC ``C = 1 / (2 n lam)``. Fold-out fits keep the same lam.

@@ -240,9 +240,50 @@ class GramFactory:
         if kernel.name in ("rbf", "laplace"):
             gram = np.multiply(base, -kernel.gamma)
             return np.exp(gram, out=gram)
-        if kernel.name == "poly":
-            return (kernel.gamma * base + kernel.coef0) ** int(kernel.degree)
-        return base.copy()
+        with np.errstate(over="ignore", invalid="ignore"):
+            if kernel.name == "poly":
+                gram = (kernel.gamma * base + kernel.coef0) ** int(kernel.degree)
+            else:
+                gram = base.copy()
+        if not np.all(np.isfinite(gram)):
+            raise KernelCVError(
+                f"the {kernel.name} kernel's values overflow float64 (the largest |x . x'| "
+                f"is {float(np.max(np.abs(base))):.3g}): X is not on a reasonable scale for "
+                "this kernel; standardize X" + (", or lower gamma or the degree"
+                                                if kernel.name == "poly" else ""))
+        return gram
+
+
+def feature_variance(X) -> float:
+    """Variance of all entries of X (dense or sparse), as SVC's ``gamma="scale"`` uses it.
+
+    For sparse X the implicit zeros count; the centred sum is computed directly rather
+    than as ``E[X^2] - E[X]^2``, which can round to a tiny or negative number.
+    """
+    if not sp.issparse(X):
+        return float(np.var(X))
+    n_entries = X.shape[0] * X.shape[1]
+    X = sp.csr_matrix(X, copy=True)
+    X.sum_duplicates()
+    data = X.data
+    mean = float(data.sum()) / n_entries
+    centred = float(np.sum((data - mean) ** 2)) + (n_entries - data.size) * mean**2
+    return centred / n_entries
+
+
+def resolve_gamma(gamma, X):
+    """The numeric gamma of SVC's conventions: ``"scale"`` is ``1 / (n_features *
+    X.var())`` (1 when X is constant), ``"auto"`` ``1 / n_features``; anything else is
+    returned as it is (None included), to be checked by :func:`make_kernel`."""
+    if isinstance(gamma, str) and gamma == "scale":
+        variance = feature_variance(X)
+        return 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
+    if isinstance(gamma, str) and gamma == "auto":
+        return 1.0 / X.shape[1]
+    if isinstance(gamma, str):
+        raise KernelCVError(f"gamma must be a positive number, 'scale' or 'auto', got "
+                            f"{gamma!r}")
+    return gamma
 
 
 def make_kernel(name: str = "rbf", gamma: float | None = None, degree: int = 3,

@@ -184,18 +184,26 @@ def make_folds(y, folds, classifier: bool, random_state=None) -> np.ndarray:
         if ids.max() < 1:
             raise KernelCVError("fold ids name only one fold; need at least 2")
     if classifier:
-        n_classes = np.unique(y).size
+        classes, counts = np.unique(y, return_counts=True)
+        n_classes = classes.size
         for i in range(int(ids.max()) + 1):
-            present = np.unique(y[ids != i]).size
-            if present == 1:
+            kept = np.unique(y[ids != i])
+            if kept.size == n_classes and kept.size > 1:
+                continue
+            lost = counts[np.isin(classes, kept, invert=True)]
+            lone = lost.size > 0 and bool(np.all(lost == 1))
+            # a class with one sample is lost by the fold that holds it, whatever t is
+            single = ("the lost class has a single sample, so no number of folds helps: "
+                      "remove that sample or merge its class into another")
+            if kept.size == 1:
                 raise KernelCVError(
-                    f"fold {i}: its training part has only one class; use fewer folds or "
-                    "stratified fold ids")
-            if present < n_classes:
-                raise KernelCVError(
-                    f"fold {i}: its training part lacks {n_classes - present} of the "
-                    f"{n_classes} classes (a class with one sample, or fold ids that put a "
-                    "whole class in one fold); every class needs members outside each fold")
+                    f"fold {i}: its training part has only one class; "
+                    + (single if lone else "use fewer folds or stratified fold ids"))
+            raise KernelCVError(
+                f"fold {i}: its training part lacks {n_classes - kept.size} of the "
+                f"{n_classes} classes (" + (single if lone else
+                                            "fold ids that put a whole class in one fold")
+                + "); every class needs members outside each fold")
     return ids
 
 

@@ -271,8 +271,11 @@ def problems(summary):
     problems = []
     error = summary.get("cv_error")
     if error is None or not math.isfinite(error):
-        problems.append("the CV error is not a finite number (the computation broke down "
-                        "numerically); try a larger --lam or --method exact.")
+        problems.append("the CV error is not a finite number: the held-out errors "
+                        "overflowed (put X and y on a reasonable scale, e.g. standardize "
+                        "them) or the computation broke down numerically (try a larger "
+                        "--lam" + ("" if summary.get("method") == "exact"
+                                   else " or --method exact") + ").")
     if summary.get("degenerate"):
         problems.append(_degenerate_advice(summary))
     if summary.get("unconverged"):

@@ -124,9 +124,7 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
                 notes.append("series did not reach tol within 200 terms; "
                              "used the closed-form limit (order inf)")
     if not np.all(np.isfinite(predictions)):
-        raise KernelCVError(
-            f"method {method!r} produced non-finite held-out predictions at lam = {lam:g}: "
-            "lam is too small for this kernel matrix; increase lam or use method='exact'")
+        raise KernelCVError(_non_finite_message(K, y, lam, method))
     ratio, noise_share = heldout_rounding(K, alpha, intercept, fold_ids, curvature)
     # Exact refits, the closed form and order inf form held-out values directly (no
     # "full fit + correction" subtraction), so only finite BIF orders can be noise.
@@ -152,6 +150,21 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
                       fit_seconds=fit_seconds, seconds=time.perf_counter() - tic, fit=fit,
                       notes=notes, extra_predictions=extra_predictions,
                       truncation_error=truncation, unconverged=bool(unconverged))
+
+
+def _non_finite_message(K, y, lam, method):
+    """Why the held-out predictions overflowed, as far as it can be told, and the remedy."""
+    head = f"method {method!r} produced non-finite held-out predictions at lam = {lam:g}: "
+    scale = float(np.max(np.abs(y))) if y.size else 0.0
+    if scale > 1e100:
+        return head + (f"the targets reach {scale:.3g}, too large to square in float64; "
+                       "scale y (e.g. standardize it)")
+    largest = float(np.max(np.abs(K))) if K.size else 0.0
+    if largest > 1e100:
+        return head + (f"the kernel values reach {largest:.3g}: X is not on a reasonable "
+                       "scale for this kernel; standardize X")
+    advice = "increase lam" + ("" if method == "exact" else " or use method='exact'")
+    return head + f"lam is too small for this kernel matrix; {advice}"
 
 
 def _check_extra(extra, n, t):

@@ -5,13 +5,12 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..kernels import KERNELS, Kernel
+from ..kernels import KERNELS, Kernel, resolve_gamma
 from ..machines import make_machine
 from ..machines.model import decision_values, fit_gram, fit_scheme
 from ..machines.multiclass import class_scores, predict_codes
@@ -35,31 +34,10 @@ _COMMON_CONSTRAINTS = {
 }
 
 
-def _feature_variance(X) -> float:
-    """Variance of all entries of X (dense or sparse), as SVC's ``gamma="scale"`` uses it.
-
-    For sparse X the implicit zeros count; the centred sum is computed directly rather
-    than as ``E[X^2] - E[X]^2``, which can round to a tiny or negative number.
-    """
-    if not sp.issparse(X):
-        return float(np.var(X))
-    n_entries = X.shape[0] * X.shape[1]
-    X = sp.csr_matrix(X, copy=True)
-    X.sum_duplicates()
-    data = X.data
-    mean = float(data.sum()) / n_entries
-    centred = float(np.sum((data - mean) ** 2)) + (n_entries - data.size) * mean**2
-    return centred / n_entries
-
-
 def _resolve_gamma(gamma, X) -> float:
-    """The numeric gamma: a given float, ``"scale"`` or ``"auto"`` (SVC's conventions)."""
-    if gamma == "scale":
-        variance = _feature_variance(X)
-        return 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
-    if gamma == "auto":
-        return 1.0 / X.shape[1]
-    return float(gamma)
+    """The numeric gamma: a given float, ``"scale"`` or ``"auto"`` (SVC's conventions,
+    :func:`kernelcv.kernels.resolve_gamma`, shared with ``cross_validate``)."""
+    return float(resolve_gamma(gamma, X))
 
 
 class _KernelMachine(BaseEstimator):

@@ -345,7 +345,7 @@ class _Checkpoint:
         if path.exists() and not fresh:
             self._load(key)
         else:
-            path.write_text(json.dumps({"fingerprint": key}) + "\n")
+            _write_text(path, json.dumps({"fingerprint": key}) + "\n")
 
     def _load(self, key):
         damaged = (f"{self.path} is damaged (unreadable header or record); rerun with "
@@ -367,7 +367,7 @@ class _Checkpoint:
             item = _json_object(line)
             if item is None or not isinstance(item.get("key"), str) or "record" not in item:
                 if number == len(lines):  # torn by an interruption: drop it
-                    self.path.write_text("\n".join(good) + "\n")
+                    _write_text(self.path, "\n".join(good) + "\n")
                     break
                 raise KernelCVError(damaged)
             self.records[item["key"]] = item["record"]
@@ -378,9 +378,18 @@ class _Checkpoint:
 
     def add(self, key, record):
         self.records[key] = record
-        with self.path.open("a") as handle:
-            handle.write(json.dumps({"key": key, "record": jsonable(record)}) + "\n")
+        _write_text(self.path, json.dumps({"key": key, "record": jsonable(record)}) + "\n",
+                    "a")
+
+
+def _write_text(path: Path, text: str, mode: str = "w"):
+    """Write (or append) ``text``; a failure (a full disk) names the checkpoint file."""
+    try:
+        with path.open(mode) as handle:
+            handle.write(text)
             handle.flush()
+    except OSError as exc:
+        raise KernelCVError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _json_object(line):
