@@ -147,6 +147,7 @@ def main(argv=None) -> int:
     except SystemExit as exc:  # --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     command = args._command
+    args._argv = [PROG, *argv]  # recorded in reports (kernelcv select's report.json)
     module = command.load()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -264,7 +264,8 @@ def run_command(args, parser):
             seed=0 if args.seed is None else args.seed, test=args.test,
             out=args.out, plot=args.plot, checkpoint=args.checkpoint, n_jobs=args.n_jobs,
             scheduler=args.scheduler, memory_budget=args.memory_budget, progress=progress,
-            Cs=cs, screen=args.screen, scale=args.scale, **feature_options)
+            Cs=cs, screen=args.screen, scale=args.scale, argv=getattr(args, "_argv", None),
+            **feature_options)
     finally:
         progress.close()
 

@@ -32,6 +32,7 @@ from ..validation import check_data
 from .io import check_writable_folder, jsonable, png, write_all
 from .multiclass import confusion_figures, multiclass_entry
 from .scaling import apply_scaling, fit_scaling, scaling_entry
+from .schema import annotate
 
 REPORT_NAME = "report.json"
 HEATMAP_NAME = "cv_heatmap.png"
@@ -68,7 +69,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                out=None, plot=False, checkpoint=None, n_jobs=1, scheduler=None,
                memory_budget=None, progress=None, Cs=None, features=30, feature_map="rff",
                feature_loss=None, final="auto", refine="auto",
-               refine_evals=30, screen="off", scale="none") -> dict:
+               refine_evals=30, screen="off", scale="none", argv=None) -> dict:
     """Select the kernel parameter and lam of a machine on a data file; optionally test.
 
     Parameters
@@ -93,6 +94,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     scale : ``"none"``, ``"standard"`` or ``"minmax"``: feature scaling fitted on the
         training data and applied to the test data (:mod:`kernelcv.reports.scaling`);
         reported as ``scaling``.
+    argv : the command line, recorded as the report's ``argv`` (None from Python); the
+        report's layout is :mod:`kernelcv.reports.schema` (``docs/report.schema.json``).
     multiclass : ``"ovo"`` or ``"ovr"`` for more than two classes; the report then has a
         ``multiclass`` entry with the confusion matrices and per-class errors of the
         choice (exact refit CV, and the test data), and ``plot`` draws them
@@ -156,7 +159,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         memory_budget=memory_budget, Cs=Cs, features=features, feature_map=feature_map,
         feature_loss=feature_loss, feature_seed=feature_seed,
         refine=refine_for_final(refine, final), refine_evals=refine_evals, screen=screen)
-    report = result.to_dict()
+    report = annotate(result.to_dict(), argv)
     report.update({"fit_intercept": result.machine_spec.fit_intercept, "screen": screen,
                    "scaling": scaling_entry(scaling),
                    "data": str(data),
