@@ -21,6 +21,8 @@ from ..exceptions import KernelCVError
 from ..kernels import GramFactory, Kernel
 from ..machines import make_machine
 from ..machines.model import KernelModel
+from ..machines.saved_model import check_model_path
+from ..machines.saved_model import save_model as save_model_file
 from ..plotting import cv_curve_figure, figure_class, heatmap_figure
 from ..selection.backends import run_tasks
 from ..selection.final import check_final_kernel, fit_final
@@ -69,7 +71,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                out=None, plot=False, checkpoint=None, n_jobs=1, scheduler=None,
                memory_budget=None, progress=None, Cs=None, features=30, feature_map="rff",
                feature_loss=None, final="auto", refine="auto",
-               refine_evals=30, screen="off", scale="none", argv=None) -> dict:
+               refine_evals=30, screen="off", scale="none", argv=None,
+               save_model=None) -> dict:
     """Select the kernel parameter and lam of a machine on a data file; optionally test.
 
     Parameters
@@ -94,6 +97,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     scale : ``"none"``, ``"standard"`` or ``"minmax"``: feature scaling fitted on the
         training data and applied to the test data (:mod:`kernelcv.reports.scaling`);
         reported as ``scaling``.
+    save_model : file to write the refit choice to, as :func:`kernelcv.load_model` reads
+        it (:mod:`kernelcv.machines.saved_model`; no pickle); not with ``method="rff"``.
     argv : the command line, recorded as the report's ``argv`` (None from Python); the
         report's layout is :mod:`kernelcv.reports.schema` (``docs/report.schema.json``).
     multiclass : ``"ovo"`` or ``"ovr"`` for more than two classes; the report then has a
@@ -119,6 +124,11 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         raise KernelCVError("--plot writes PNG files: give an output folder with --out DIR")
     if out is not None:
         check_writable_folder(out)
+    if save_model is not None:
+        if method == "rff":
+            raise KernelCVError("--save-model saves a kernel machine refit at the choice; "
+                                "it is not available with --method rff yet")
+        check_model_path(save_model)
     if plot:
         figure_class()  # fails now, with advice, if matplotlib is missing
     X_test = y_test = None
@@ -182,9 +192,11 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         test_predicted = model.predict(X_test)
         report["test_error"] = _prediction_error(test_predicted, y_test, result.metric)
         report["timings"]["test_seconds"] = time.perf_counter() - test_tic
-    elif test is not None:
+    refit = None
+    if test is not None and method != "rff":
         test_tic = time.perf_counter()
-        test_predicted = _test_predictions(result, X, y, X_test, memory_budget)
+        refit = _refit_choice(result, X, y, memory_budget)
+        test_predicted = refit.predict(X_test)
         report["test_error"] = _prediction_error(test_predicted, y_test, result.metric)
         report["timings"]["test_seconds"] = time.perf_counter() - test_tic
     report["multiclass"] = None
@@ -205,6 +217,10 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         if not outputs:
             report["notes"].append(f"--plot: the {kernel} kernel has no parameter to plot "
                                    "against; no figures written")
+    report["saved_model"] = None
+    if save_model is not None:
+        refit = refit or _refit_choice(result, X, y, memory_budget)
+        report["saved_model"] = save_model_file(save_model, refit, scaling)
     report["timings"]["total_seconds"] = time.perf_counter() - tic
     if out is not None:
         names = [*outputs, REPORT_NAME]
@@ -264,8 +280,8 @@ def _check_test_data(X_test, y_test, X, y, machine, huber_width, svr_epsilon,
     return y_test
 
 
-def _test_predictions(result, X, y, X_test, memory_budget):
-    """Refit the best candidate on all training data; its test predictions.
+def _refit_choice(result, X, y, memory_budget):
+    """Refit the best candidate on all training data (for ``--test`` and ``--save-model``).
 
     The refit is a :class:`~kernelcv.machines.model.KernelModel` of the searched machine:
     the fit and prediction of the kernelcv estimator (e.g. ``L2SVMClassifier``) with the
@@ -274,9 +290,8 @@ def _test_predictions(result, X, y, X_test, memory_budget):
     best = result.best_params
     kernel = Kernel(name=best["kernel"], gamma=float(best.get("gamma", 1.0)),
                     degree=int(best.get("degree", 3)), coef0=float(best.get("coef0", 1.0)))
-    model = KernelModel(result.machine_spec, kernel, best["lam"],
-                        memory_budget=memory_budget).fit(X, y)
-    return model.predict(X_test)
+    return KernelModel(result.machine_spec, kernel, best["lam"],
+                       memory_budget=memory_budget).fit(X, y)
 
 
 def _prediction_error(predicted, y_test, metric):
