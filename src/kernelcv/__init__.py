@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import graph
     from .exceptions import KernelCVError, MemoryBudgetError
     from .kernels import GramFactory, Kernel, make_kernel
     from .machines import MACHINES, make_machine
+    from .machines.saved_model import load_model
     from .selection.search import SearchResult, grid_search
 
 __version__ = "0.1.0"
@@ -35,6 +36,7 @@ _EXPORTS = {
     "cross_validate": "cv",
     "cross_validate_path": "cv",
     "grid_search": "selection.search",
+    "load_model": "machines.saved_model",
     "make_kernel": "kernels",
     "make_machine": "machines",
 }
@@ -51,6 +53,7 @@ __all__ = [
     "cross_validate",
     "cross_validate_path",
     "grid_search",
+    "load_model",
     "make_kernel",
     "make_machine",
 ]

@@ -183,6 +183,7 @@ def _main(argv):
     except SystemExit as exc:  # --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     command = args._command
+    args._argv = [PROG, *argv]  # recorded in reports (kernelcv select's report.json)
     module = command.load()
     library = logging.getLogger(PROG)
     handler = _NoteHandler()

@@ -177,6 +177,10 @@ def add_arguments(parser):
     output.add_argument("--test", metavar="TESTDATA",
                         help="test data: report the test error of the refit best model")
     output.add_argument("--out", metavar="DIR", help="write report.json (and plots) here")
+    output.add_argument("--save-model", metavar="FILE",
+                        help="save the refit choice (and the --scale fitted on the training "
+                             "data) as an .npz of arrays plus a JSON header; load it with "
+                             "kernelcv.load_model(FILE), which runs no code from the file")
     output.add_argument("--plot", action="store_true",
                         help="with --out: cv_heatmap.png and cv_curve.png")
     output.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
@@ -266,6 +270,7 @@ def run_command(args, parser):
             out=args.out, plot=args.plot, checkpoint=args.checkpoint, n_jobs=args.n_jobs,
             scheduler=args.scheduler, memory_budget=args.memory_budget, progress=progress,
             Cs=cs, screen=args.screen, scale=args.scale, header=args.header,
+            argv=getattr(args, "_argv", None), save_model=args.save_model,
             **feature_options)
     finally:
         progress.close()
@@ -332,7 +337,8 @@ def render(report, args=None):
         rows.append(("rechecked", f"{len(report['rechecked'])} degenerate candidates by "
                                   "exact refit CV"))
     rows.extend(_multiclass_rows(report.get("multiclass")))
-    for path in report.get("files") or []:
+    for path in [*(report.get("files") or []), *([report["saved_model"]]
+                                                 if report.get("saved_model") else [])]:
         rows.append(("wrote", path))
     width = max(len(label) for label, _ in rows) + 2
     lines = [f"{label:<{width}}{value}" for label, value in rows]

@@ -21,6 +21,8 @@ from ..exceptions import KernelCVError
 from ..kernels import GramFactory, Kernel
 from ..machines import make_machine
 from ..machines.model import KernelModel
+from ..machines.saved_model import check_model_path
+from ..machines.saved_model import save_model as save_model_file
 from ..plotting import cv_curve_figure, figure_class, heatmap_figure
 from ..selection.backends import run_tasks
 from ..selection.final import check_final_kernel, fit_final
@@ -32,6 +34,7 @@ from ..validation import check_data
 from .io import check_writable_folder, jsonable, png, write_all
 from .multiclass import confusion_figures, multiclass_entry
 from .scaling import apply_scaling, fit_scaling, scaling_entry
+from .schema import annotate
 
 REPORT_NAME = "report.json"
 HEATMAP_NAME = "cv_heatmap.png"
@@ -68,7 +71,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                out=None, plot=False, checkpoint=None, n_jobs=1, scheduler=None,
                memory_budget=None, progress=None, Cs=None, features=30, feature_map="rff",
                feature_loss=None, final="auto", refine="auto",
-               refine_evals=30, screen="off", scale="none", header="auto") -> dict:
+               refine_evals=30, screen="off", scale="none", header="auto", argv=None,
+               save_model=None) -> dict:
     """Select the kernel parameter and lam of a machine on a data file; optionally test.
 
     Parameters
@@ -93,6 +97,10 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     scale : ``"none"``, ``"standard"`` or ``"minmax"``: feature scaling fitted on the
         training data and applied to the test data (:mod:`kernelcv.reports.scaling`);
         reported as ``scaling``.
+    save_model : file to write the refit choice to, as :func:`kernelcv.load_model` reads
+        it (:mod:`kernelcv.machines.saved_model`; no pickle); not with ``method="rff"``.
+    argv : the command line, recorded as the report's ``argv`` (None from Python); the
+        report's layout is :mod:`kernelcv.reports.schema` (``docs/report.schema.json``).
     multiclass : ``"ovo"`` or ``"ovr"`` for more than two classes; the report then has a
         ``multiclass`` entry with the confusion matrices and per-class errors of the
         choice (exact refit CV, and the test data), and ``plot`` draws them
@@ -119,6 +127,11 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     if out is not None:
         check_writable_folder(out, (REPORT_NAME, HEATMAP_NAME, CURVE_NAME) if plot
                               else (REPORT_NAME,))
+    if save_model is not None:
+        if method == "rff":
+            raise KernelCVError("--save-model saves a kernel machine refit at the choice; "
+                                "it is not available with --method rff yet")
+        check_model_path(save_model)
     if plot:
         figure_class()  # fails now, with advice, if matplotlib is missing
     X_test = y_test = None
@@ -159,7 +172,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         memory_budget=memory_budget, Cs=Cs, features=features, feature_map=feature_map,
         feature_loss=feature_loss, feature_seed=feature_seed,
         refine=refine_for_final(refine, final), refine_evals=refine_evals, screen=screen)
-    report = result.to_dict()
+    report = annotate(result.to_dict(), argv)
     report.update({"fit_intercept": result.machine_spec.fit_intercept, "screen": screen,
                    "scaling": scaling_entry(scaling),
                    "data": str(data),
@@ -182,9 +195,11 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         test_predicted = model.predict(X_test)
         report["test_error"] = _prediction_error(test_predicted, y_test, result.metric)
         report["timings"]["test_seconds"] = time.perf_counter() - test_tic
-    elif test is not None:
+    refit = None
+    if test is not None and method != "rff":
         test_tic = time.perf_counter()
-        test_predicted = _test_predictions(result, X, y, X_test, memory_budget)
+        refit = _refit_choice(result, X, y, memory_budget)
+        test_predicted = refit.predict(X_test)
         report["test_error"] = _prediction_error(test_predicted, y_test, result.metric)
         report["timings"]["test_seconds"] = time.perf_counter() - test_tic
     report["multiclass"] = None
@@ -208,6 +223,10 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         if not outputs:
             report["notes"].append(f"--plot: the {kernel} kernel has no parameter to plot "
                                    "against; no figures written")
+    report["saved_model"] = None
+    if save_model is not None:
+        refit = refit or _refit_choice(result, X, y, memory_budget)
+        report["saved_model"] = save_model_file(save_model, refit, scaling)
     report["timings"]["total_seconds"] = time.perf_counter() - tic
     if out is not None:
         names = [*outputs, REPORT_NAME]
@@ -267,8 +286,8 @@ def _check_test_data(X_test, y_test, X, y, machine, huber_width, svr_epsilon,
     return y_test
 
 
-def _test_predictions(result, X, y, X_test, memory_budget):
-    """Refit the best candidate on all training data; its test predictions.
+def _refit_choice(result, X, y, memory_budget):
+    """Refit the best candidate on all training data (for ``--test`` and ``--save-model``).
 
     The refit is a :class:`~kernelcv.machines.model.KernelModel` of the searched machine:
     the fit and prediction of the kernelcv estimator (e.g. ``L2SVMClassifier``) with the
@@ -277,9 +296,8 @@ def _test_predictions(result, X, y, X_test, memory_budget):
     best = result.best_params
     kernel = Kernel(name=best["kernel"], gamma=float(best.get("gamma", 1.0)),
                     degree=int(best.get("degree", 3)), coef0=float(best.get("coef0", 1.0)))
-    model = KernelModel(result.machine_spec, kernel, best["lam"],
-                        memory_budget=memory_budget).fit(X, y)
-    return model.predict(X_test)
+    return KernelModel(result.machine_spec, kernel, best["lam"],
+                       memory_budget=memory_budget).fit(X, y)
 
 
 def _prediction_error(predicted, y_test, metric):

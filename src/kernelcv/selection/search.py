@@ -25,6 +25,7 @@ from ..exceptions import KernelCVError
 from ..machines import Machine, make_machine
 from ..validation import check_data, make_folds
 from .checkpoint import Checkpoint, fingerprint
+from .edges import edge_note, grid_edges
 from .feature_space import FeatureSpace
 from .methods import BIF, GACV, ClosedForm, CVMethod, ExactRefit, GranularityRule
 from .options import AVERAGES, Execution, Safeguards, SearchSpace, kernel_settings
@@ -93,6 +94,7 @@ class SearchResult:
     criterion: CVMethod | None = field(default=None, repr=False)
     machine_spec: Machine | None = field(default=None, repr=False)
     exact_heldout: dict = field(default_factory=dict, repr=False)
+    grid_edges: dict = field(default_factory=dict)
 
     @property
     def best(self) -> dict:
@@ -122,7 +124,7 @@ class SearchResult:
             "best_params": self.best_params, "best_score": self.best["score"],
             "best_cv_error": self.best_cv_error, "none_finite": none_finite(self.candidates),
             "confirmed": self.confirmed, "rechecked": self.rechecked,
-            "refined": self.refined,
+            "refined": self.refined, "grid_edges": self.grid_edges,
             "timings": self.timings, "notes": self.notes, "candidates": self.candidates,
             **(self.criterion.report_entries(self.config) if self.criterion else {}),
         }
@@ -286,6 +288,9 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
             memory_budget=budget)
         notes.extend(refine_notes)
     notes.extend(method.notes(candidates, best_index, n))
+    edges = grid_edges(candidates[best_index], settings, setting_lams, space.param_name)
+    if not method.refines:  # the random-feature method words its own edge note
+        notes.extend(edge_note(edges, candidates[best_index]))
     if screening.enabled:
         grid_size = sum(len(lams) for lams in setting_lams)
         notes.extend(screen_notes)
@@ -309,7 +314,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
                  "total_seconds": time.perf_counter() - total_tic},
         label_mapping=mapping, notes=notes, config=config, fold_ids=fold_ids,
         feature_map=method.fitted_map(data), criterion=method, machine_spec=machine,
-        exact_heldout=heldout)
+        exact_heldout=heldout, grid_edges=edges)
 
 
 

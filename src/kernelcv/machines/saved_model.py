@@ -1,0 +1,240 @@
+"""Saving a fitted :class:`~kernelcv.machines.model.KernelModel` in a file that loads
+without executing code, and :func:`load_model`.
+
+The file is a NumPy ``.npz`` archive of plain numeric arrays plus one string array,
+``header``, holding JSON: the format name and version, the kernelcv version, the machine
+(name, loss parameters, intercept setting, multiclass scheme), the kernel and its
+parameters, ``lam``, the feature scaling fitted on the training data, and which arrays
+are present. It is read with ``numpy.load(..., allow_pickle=False)``, so a file from
+elsewhere cannot run code on loading (unlike pickle); a file that is not such an archive,
+or whose arrays do not fit the header, is refused with a one-line
+:class:`~kernelcv.exceptions.KernelCVError`.
+
+Arrays: ``X_fit`` (dense training rows) or ``X_data``/``X_indices``/``X_indptr`` (CSR),
+``dual_coef`` ((n,) or (n, m) for m binary machines), ``intercept``, ``classes`` (for a
+classifier) and ``scale_shift``/``scale_scale`` (the ``--scale`` of ``kernelcv select``,
+applied to new data before the kernel). The model predicts raw (unscaled) data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from importlib import metadata
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..exceptions import KernelCVError
+from ..kernels import Kernel
+from . import MACHINES, make_machine
+from .model import KernelModel
+
+FORMAT = "kernelcv-model"
+FORMAT_VERSION = 1
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "SavedModel", "check_model_path", "load_model",
+           "save_model"]
+
+
+class SavedModel:
+    """A loaded kernelcv model: ``predict`` and ``decision_function`` on raw data.
+
+    Attributes
+    ----------
+    header : dict
+        The file's JSON header (machine, kernel, lam, scaling, versions).
+    model : :class:`~kernelcv.machines.model.KernelModel`
+        The fitted machine (on scaled data when the header names a scaling).
+    classes_ : the labels of a classifier (None for a regressor).
+    """
+
+    def __init__(self, model: KernelModel, header: dict, shift=None, scale=None):
+        self.model = model
+        self.header = header
+        self.shift = shift
+        self.scale = scale
+        self.classes_ = getattr(model, "classes_", None)
+
+    def _prepare(self, X):
+        if not sp.issparse(X):
+            X = np.asarray(X, dtype=np.float64)
+            if X.ndim != 2:
+                raise KernelCVError(f"X must be a 2-D array, got shape {X.shape}")
+        else:
+            X = sp.csr_matrix(X, dtype=np.float64)
+        d = self.model.X_fit_.shape[1]
+        if sp.issparse(X) and X.shape[1] < d:  # svmlight files omit trailing zero columns
+            X.resize((X.shape[0], d))
+        if X.shape[1] != d:
+            raise KernelCVError(f"X has {X.shape[1]} features but the model has {d}")
+        if self.scale is None:
+            return X
+        if sp.issparse(X):
+            return sp.csr_matrix(X.multiply(1.0 / self.scale))
+        return (X if self.shift is None else X - self.shift) / self.scale
+
+    def decision_function(self, X):
+        """The machine's decision values on raw ``X`` (one column per binary machine
+        with more than two classes)."""
+        return self.model.decision_function(self._prepare(X))
+
+    def predict(self, X):
+        """Labels of a classifier, predicted values of a regressor, on raw ``X``."""
+        return self.model.predict(self._prepare(X))
+
+
+def check_model_path(path) -> None:
+    """Refuse, before any work, a model path whose folder is missing or not writable or
+    that names a folder."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise KernelCVError(f"--save-model {path}: is a folder; give a file name")
+    if not os.path.isdir(folder):
+        raise KernelCVError(f"--save-model {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise KernelCVError(f"--save-model {path}: the folder {folder} is not writable")
+
+
+def save_model(path, model: KernelModel, scaling: dict | None = None) -> str:
+    """Write the fitted ``model`` (and the ``scaling`` fitted on its training data, a dict
+    with ``kind``, ``shift`` and ``scale`` as :mod:`kernelcv.reports.scaling` makes) to
+    ``path`` atomically; returns the path as a string."""
+    machine, kernel = model.machine, model.kernel
+    arrays = {"dual_coef": np.asarray(model.dual_coef_, dtype=np.float64),
+              "intercept": np.atleast_1d(np.asarray(model.intercept_, dtype=np.float64))}
+    X_fit = model.X_fit_
+    if sp.issparse(X_fit):
+        X_fit = sp.csr_matrix(X_fit)
+        arrays.update(X_data=X_fit.data, X_indices=X_fit.indices, X_indptr=X_fit.indptr)
+    else:
+        arrays["X_fit"] = np.asarray(X_fit, dtype=np.float64)
+    if machine.is_classifier:
+        classes = np.asarray(model.classes_)
+        if classes.dtype.kind not in "biufU":
+            raise KernelCVError("--save-model: labels must be numbers or strings")
+        arrays["classes"] = classes
+    if scaling is not None:
+        arrays["scale_scale"] = np.asarray(scaling["scale"], dtype=np.float64)
+        if scaling.get("shift") is not None:
+            arrays["scale_shift"] = np.asarray(scaling["shift"], dtype=np.float64)
+    header = {
+        "format": FORMAT, "format_version": FORMAT_VERSION,
+        "kernelcv_version": _version(),
+        "machine": {"name": machine.name, "fit_intercept": bool(machine.fit_intercept),
+                    "huber_width": float(getattr(machine.loss, "width", 0.01)),
+                    "svr_epsilon": float(getattr(machine.loss, "epsilon", 0.1)),
+                    "multiclass": machine.multiclass},
+        "kernel": {"name": kernel.name, "gamma": float(kernel.gamma),
+                   "degree": int(kernel.degree), "coef0": float(kernel.coef0)},
+        "lam": float(model.lam), "n_features": int(X_fit.shape[1]),
+        "n_samples": int(X_fit.shape[0]), "sparse": sp.issparse(X_fit),
+        "scaling": None if scaling is None else scaling["kind"],
+        "arrays": sorted(arrays),
+    }
+    arrays["header"] = np.array(json.dumps(header))
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, tmp = tempfile.mkstemp(dir=folder, prefix=".kernelcv-model-", suffix=".npz")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            np.savez_compressed(stream, **arrays)
+        umask = os.umask(0o022)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file, not mkstemp's 0600
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def load_model(path) -> SavedModel:
+    """Load a model written by ``kernelcv select --save-model`` (or :func:`save_model`).
+
+    No code is executed: the file is read as plain arrays (``allow_pickle=False``) and a
+    JSON header. Raises :class:`~kernelcv.exceptions.KernelCVError` (one line) for a
+    file that is not a kernelcv model or is damaged.
+
+    Returns
+    -------
+    SavedModel
+        With ``predict(X)``, ``decision_function(X)`` and ``classes_``.
+    """
+    path = os.fspath(path)
+    if os.path.isfile(path) and not zipfile.is_zipfile(path):
+        raise KernelCVError(f"{path}: not a kernelcv model file (not an .npz archive)")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except OSError as exc:
+        if not os.path.exists(path):
+            raise KernelCVError(f"{path}: no such file") from None
+        raise KernelCVError(f"{path}: not a kernelcv model file ({exc})") from None
+    except (ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
+        raise KernelCVError(f"{path}: not a kernelcv model file "
+                            f"({' '.join(str(exc).split()) or type(exc).__name__})") from None
+    try:
+        return _build(arrays)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        raise KernelCVError(f"{path}: not a valid kernelcv model file ({detail})") from None
+
+
+def _build(arrays) -> SavedModel:
+    if "header" not in arrays:
+        raise ValueError("no header")
+    header = json.loads(str(arrays.pop("header")[()]))
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ValueError("no kernelcv-model header")
+    if header.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"format version {header.get('format_version')!r}, this kernelcv "
+                         f"reads {FORMAT_VERSION}")
+    if sorted(arrays) != sorted(header["arrays"]):
+        raise ValueError("its arrays do not match the header")
+    spec, k = header["machine"], header["kernel"]
+    if spec["name"] not in MACHINES:
+        raise ValueError(f"unknown machine {spec['name']!r}")
+    machine = make_machine(spec["name"], huber_width=spec["huber_width"],
+                           epsilon=spec["svr_epsilon"], fit_intercept=spec["fit_intercept"],
+                           multiclass=spec["multiclass"])
+    kernel = Kernel(name=k["name"], gamma=float(k["gamma"]), degree=int(k["degree"]),
+                    coef0=float(k["coef0"]))
+    n, d = int(header["n_samples"]), int(header["n_features"])
+    if header["sparse"]:
+        X_fit = sp.csr_matrix((arrays["X_data"], arrays["X_indices"], arrays["X_indptr"]),
+                              shape=(n, d))
+        X_fit.check_format(full_check=True)
+    else:
+        X_fit = arrays["X_fit"]
+    coef, intercept = arrays["dual_coef"], arrays["intercept"]
+    columns = 1 if coef.ndim == 1 else coef.shape[1]
+    if X_fit.shape != (n, d) or coef.shape[0] != n or intercept.shape != (columns,):
+        raise ValueError("array shapes do not fit together")
+    model = KernelModel(machine, kernel, float(header["lam"]))
+    model.X_fit_ = X_fit
+    model.dual_coef_ = coef
+    model.intercept_ = intercept if coef.ndim == 2 else float(intercept[0])
+    if machine.is_classifier:
+        model.classes_ = arrays["classes"]
+        k = model.classes_.size
+        machines = k if machine.multiclass == "ovr" else k * (k - 1) // 2
+        if k < 2 or (k == 2 and coef.ndim != 1) or (k > 2 and columns != machines):
+            raise ValueError("the classes do not fit the coefficients")
+    shift = arrays.get("scale_shift")
+    scale = arrays.get("scale_scale")
+    for extra in (shift, scale):
+        if extra is not None and extra.shape != (d,):
+            raise ValueError("the scaling does not fit the features")
+    return SavedModel(model, header, shift, scale)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("kernelcv")
+    except metadata.PackageNotFoundError:
+        return "unknown"

@@ -1,0 +1,61 @@
+"""Whether the chosen kernel parameter or lam lies on the edge of its grid.
+
+A choice at the end of a grid may be better still beyond it: the search cannot tell. The
+note names the parameter, the end (smallest or largest) and the direction to widen the
+grid in. It looks at the whole grid that was asked for (``settings`` and their lam
+lists), not only at the candidates evaluated, so a screened search is judged alike.
+"""
+
+from __future__ import annotations
+
+# What widening a grid beyond its smallest / largest value means, per parameter.
+_ADVICE = {
+    "gamma": ("smaller gamma, i.e. wider kernels", "larger gamma, i.e. narrower kernels"),
+    "degree": ("lower degrees", "higher degrees"),
+    "lam": ("smaller lam, i.e. larger C", "larger lam, i.e. smaller C"),
+}
+
+
+def grid_edges(best: dict, settings, setting_lams, param_name) -> dict:
+    """``{parameter: "low" | "high"}`` for each searched parameter whose chosen value is
+    the smallest or largest of its grid (grids of one value have no edge).
+
+    ``best`` is the chosen candidate; ``settings`` the kernel settings searched and
+    ``setting_lams`` each setting's lam values.
+    """
+    edges = {}
+    if param_name is not None:
+        values = sorted({s[param_name] for s in settings if param_name in s})
+        edge = _edge(best.get(param_name), values)
+        if edge:
+            edges[param_name] = edge
+    index = best.get("setting")
+    lams = sorted(set(setting_lams[index])) if index is not None else []
+    edge = _edge(best["lam"], lams)
+    if edge:
+        edges["lam"] = edge
+    return edges
+
+
+def _edge(value, values):
+    if value is None or len(values) < 2:
+        return None
+    if value <= values[0]:
+        return "low"
+    if value >= values[-1]:
+        return "high"
+    return None
+
+
+def edge_note(edges: dict, best: dict) -> list[str]:
+    """The note for :func:`grid_edges`'s answer (empty when the choice is inside)."""
+    if not edges:
+        return []
+    parts = []
+    for name, end in edges.items():
+        where = "smallest" if end == "low" else "largest"
+        toward = _ADVICE.get(name, ("smaller values", "larger values"))[end == "high"]
+        parts.append(f"{name} = {best[name]:g} is the {where} of its grid (widen it toward "
+                     f"{toward})")
+    return ["grid edge: the chosen " + "; ".join(parts)
+            + ": a better value may lie outside the grid"]
