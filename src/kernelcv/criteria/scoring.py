@@ -4,7 +4,8 @@ Every criterion of a kernel search (exact refits, closed form, BIF) produces a h
 decision value ``f_{-S(j)}(x_j)`` for every sample; scikit-learn's scorers of the same
 name compute their value from the same quantities on each test fold (``decision_function``
 for ROC AUC, ``predict`` for the others), so with exact held-out values the per-fold
-scores here equal ``GridSearchCV``'s. Implemented in numpy (no scikit-learn import).
+scores here equal ``GridSearchCV``'s: each fold's value is scikit-learn's own metric
+function (``sklearn.metrics``), applied to the held-out values.
 
 :class:`HeldoutScore` holds one metric name; :meth:`HeldoutScore.fold_losses` returns one
 *loss* per fold, the negated score (greater-is-better scores become smaller-is-better
@@ -26,32 +27,13 @@ REGRESSION_SCORES = ("neg_mean_squared_error", "neg_root_mean_squared_error",
 SCORES = CLASSIFICATION_SCORES + REGRESSION_SCORES
 
 
-def _roc_auc(y, f) -> float:
-    """Area under the ROC curve of scores ``f`` for labels ``y`` in {-1, +1}.
-
-    The Mann-Whitney statistic with tied scores sharing their average rank, which equals
-    the trapezoidal area scikit-learn's ``roc_auc_score`` computes.
-    """
-    positive = y > 0
-    n_pos = int(positive.sum())
-    n_neg = y.shape[0] - n_pos
-    if n_pos == 0 or n_neg == 0:
-        raise KernelCVError("roc_auc is undefined on a test fold with one class; use "
-                            "stratified folds (an integer cv) or scoring='accuracy'")
-    order = np.argsort(f, kind="mergesort")
-    ranks = np.empty(f.shape[0])
-    sorted_f = f[order]
-    starts = np.flatnonzero(np.r_[True, sorted_f[1:] != sorted_f[:-1]])
-    ends = np.r_[starts[1:], f.shape[0]]
-    for start, end in zip(starts, ends, strict=True):
-        ranks[order[start:end]] = (start + end + 1) / 2.0  # average 1-based rank
-    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
-
-
-def _balanced_accuracy(y, predicted) -> float:
-    """Mean recall over the classes present in ``y`` (scikit-learn's definition)."""
-    classes = np.unique(y)
-    return float(np.mean([np.mean(predicted[y == c] == c) for c in classes]))
+# scikit-learn's metric function for each score name (imported when a score is computed:
+# only searches with ``scoring`` set need them, and those come through the estimators,
+# which have imported scikit-learn already).
+_METRICS = {"accuracy": "accuracy_score", "balanced_accuracy": "balanced_accuracy_score",
+            "roc_auc": "roc_auc_score", "neg_mean_squared_error": "mean_squared_error",
+            "neg_root_mean_squared_error": "root_mean_squared_error",
+            "neg_mean_absolute_error": "mean_absolute_error", "r2": "r2_score"}
 
 
 @dataclass(frozen=True)
@@ -110,22 +92,10 @@ class HeldoutScore:
         return losses
 
     def _score(self, y, values) -> float:
-        name = self.name
-        if name == "accuracy":
-            return float(np.mean(values == y))
-        if name == "balanced_accuracy":
-            return _balanced_accuracy(y, values)
-        if name == "roc_auc":
-            return _roc_auc(y, values)
-        residual = y - values
-        if name == "neg_mean_squared_error":
-            return -float(np.mean(residual**2))
-        if name == "neg_root_mean_squared_error":
-            return -float(np.sqrt(np.mean(residual**2)))
-        if name == "neg_mean_absolute_error":
-            return -float(np.mean(np.abs(residual)))
-        total = float(np.sum((y - y.mean()) ** 2))
-        # r2: scikit-learn's convention for a constant fold (1 if perfect, else 0).
-        if total == 0:
-            return 1.0 if float(np.sum(residual**2)) == 0 else 0.0
-        return 1.0 - float(np.sum(residual**2)) / total
+        from sklearn import metrics
+
+        if self.name == "roc_auc" and np.unique(y).size < 2:
+            raise KernelCVError("roc_auc is undefined on a test fold with one class; use "
+                                "stratified folds (an integer cv) or scoring='accuracy'")
+        value = float(getattr(metrics, _METRICS[self.name])(y, values))
+        return -value if self.name.startswith("neg_") else value
