@@ -42,6 +42,7 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_select import (  # noqa: E402
     DATASETS,
+    compile_kernelcv,
     grid_for,
     run_kernelcv,
     run_sklearn,
@@ -168,6 +169,7 @@ def main():
     parser.add_argument("--skip-peers", action="store_true")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
+    compile_kernelcv()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.sets:

@@ -163,7 +163,8 @@ def test_fold_ids_file(capsys, files, tmp_path):
     ids = np.arange(N) % 4
     path = tmp_path / "folds.txt"
     path.write_text("\n".join(str(i) for i in ids) + "\n")
-    report = _select(capsys, files["train"], "--machine", "l2svm", "--fold-ids", path)
+    report = _select(capsys, files["train"], "--machine", "l2svm", "--fold-ids", path,
+                     "--screen", "off")
     X, y = load_data(files["train"])
     result = grid_search(X, y, "l2svm", gammas=GAMMA_VALUES, lams=LAM_VALUES, folds=ids)
     assert report["folds"] == 4 and report["fold_ids"] == str(path)

@@ -171,3 +171,56 @@ def test_order_inf_keeps_narrow_kernel_predictions_to_relative_precision(monkeyp
                              method="bif", order="inf").predictions
     assert np.median(np.abs(exact)) < 1e-8  # far below |F| ~ 0.5: the narrow-kernel regime
     assert np.all(np.abs(fast - exact) <= 1e-8 * np.abs(exact) + 1e-300)
+
+
+@pytest.fixture
+def never_shared(monkeypatch):
+    """Keep the small-system path (batched or per-fold) whatever the problem size."""
+    monkeypatch.setattr(bif, "shared_factorisation_pays", lambda *args: False)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(6, 48), t=st.integers(2, 12), loss_name=st.sampled_from(sorted(LOSSES)),
+       intercept=st.booleans(), log_lam=st.floats(-4, 1), log_gamma=st.floats(-3, 1),
+       seed=st.integers(0, 10_000))
+def test_batched_fold_solves_equal_one_solve_per_fold(never_shared, n, t, loss_name,
+                                                      intercept, log_lam, log_gamma, seed):
+    """All fold systems stacked into one batched solve (up to BATCHED_MAX_ACTIVE active
+    points) equal one Cholesky solve per fold (the step's weights and intercepts), with
+    folds of unequal size and folds whose retained points are all off the quadratic
+    pieces; and the held-out values equal the F + Delta reference up to its rounding."""
+    t = min(t, n - 1)
+    K, y = problem(n, 3, 10.0 ** log_gamma, seed, loss_name)
+    rng = np.random.default_rng(seed + 1)
+    fold_ids = rng.permutation(np.arange(n) % t)
+    machine = Machine("m", LOSSES[loss_name], intercept)
+    lam = 10.0 ** log_lam
+    fit = machine.fit(K, y, lam)
+    g, h = machine.loss.derivatives(y, fit.decision)
+    assert np.count_nonzero(h) <= bif.BATCHED_MAX_ACTIVE  # the batched path runs
+    sizes = np.bincount(fold_ids, minlength=t).astype(np.float64)
+    Z = -bif._kernel_times_dg(K, g, fold_ids, sizes) * (-sizes / (n - sizes))[None, :]
+    args = (K, g, h, lam, n, fold_ids, sizes, intercept, Z)
+    w_batched, b_batched = bif._newton_step_per_fold(*args)
+    w_loop, b_loop = bif._newton_step_each_fold(*args)
+    scale = max(np.max(np.abs(w_loop)), 1e-300)
+    assert np.max(np.abs(w_batched - w_loop)) <= 1e-10 * scale
+    assert np.allclose(b_batched, b_loop, rtol=1e-10, atol=1e-10 * scale)
+    per_fold, batched, _ = both_steps(K, y, lam, machine, fold_ids)
+    assert np.max(np.abs(batched - per_fold)) <= 1e-8 * max(np.max(np.abs(fit.decision)), 1.0)
+
+
+def test_batched_path_is_the_per_fold_path_above_its_size(never_shared, monkeypatch):
+    """Above BATCHED_MAX_ACTIVE active points the per-fold Cholesky loop runs instead."""
+    calls = []
+    original = bif.solve_each_fold
+    monkeypatch.setattr(bif, "solve_each_fold", lambda *a: calls.append(1) or original(*a))
+    K, y = problem(120, 3, 0.3, 4, "square")  # square loss: every point active
+    fold_ids = np.arange(120) % 10
+    per_fold, step, _ = both_steps(K, y, 1e-2, Machine("krr", SquareLoss()), fold_ids)
+    assert not calls and rel(step, per_fold) < 1e-8
+    K, y = problem(40, 3, 0.3, 4, "square")
+    per_fold, step, _ = both_steps(K, y, 1e-2, Machine("krr", SquareLoss()),
+                                   np.arange(40) % 10)
+    assert calls and rel(step, per_fold) < 1e-8

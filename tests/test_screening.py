@@ -39,11 +39,11 @@ def test_walk_reaches_the_minimum_of_a_bowl_off_the_coarse_grid():
 
 
 def test_coarse_stage_keeps_the_last_setting_and_lam():
-    surface = np.zeros((4, 6))
+    surface = np.zeros((5, 8))
     _, _, calls = walk(surface, keep=1)
     first = calls[0]
-    assert sorted(first) == [0, 2, 3]
-    assert all(lams == [0.0, 2.0, 4.0, 5.0] for lams in first.values())
+    assert sorted(first) == [0, 3, 4]  # every third setting, the last one kept
+    assert all(lams == [0.0, 3.0, 6.0, 7.0] for lams in first.values())
 
 
 def test_records_come_back_in_lam_order_per_setting():

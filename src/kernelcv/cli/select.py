@@ -148,7 +148,7 @@ def add_arguments(parser):
     space.add_argument("--screen", choices=("auto", "coarse", "halving", "off"),
                        default="auto",
                        help="evaluate the whole grid (off) or walk it coarse to fine: "
-                            "every other gamma and lam, then the neighbourhoods of the 3 "
+                            "every third gamma and lam, then the neighbourhoods of the 3 "
                             "best points until they are local minima (coarse); halving "
                             "starts that walk from the grid walked on an n/3 subsample; "
                             "auto = halving from 300 samples, else coarse, and off with "
