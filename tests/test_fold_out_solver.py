@@ -99,7 +99,7 @@ def test_shared_factorisation_equals_per_fold_solves(always_shared, n, t, loss_n
     assert rel(shared, per_fold) < 1e-8
 
 
-def test_unequal_fold_sizes_iterate_to_the_per_fold_solution(always_shared):
+def test_unequal_fold_sizes_equal_the_per_fold_solution(always_shared):
     K, y = problem(131, 4, 0.2, 3, "squared_hinge")
     fold_ids = np.arange(131) % 10
     fold_ids[:6] = 0  # fold 0 has 18 samples, the others 12 or 13: three retained sizes

@@ -318,7 +318,8 @@ def newton_step_weights(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept):
     All folds share one factorisation (:class:`FoldOutSolver`) when that pays (see
     :func:`shared_factorisation_pays`): the inverse ``G = (K_AA + m D)^-1`` of the full
     active system at the most common retained size m, from which each fold's block is
-    eliminated (Schur complement). Cost ``O(|A|^3)`` once (Cholesky and inverse) plus
+    eliminated (Schur complement); a fold of another retained size is factored on its
+    own. Cost ``O(|A|^3)`` once (Cholesky and inverse) plus
     ``O(t |A|^2)`` per right-hand side and ``O(n^2)`` for the predictions, against t
     Cholesky factorisations of about ``|A|`` rows for a direct per-fold solve.
 
@@ -333,7 +334,7 @@ def newton_step_weights(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept):
     active = np.flatnonzero(h > 0)
     retained_active = active.size - np.bincount(fold_ids[active], minlength=t)
     solver = None
-    if active.size and shared_factorisation_pays(active.size, retained_active):
+    if active.size and shared_factorisation_pays(active.size, retained_active, n - sizes):
         solver = FoldOutSolver(K, active, 2 * lam / h[active], fold_ids[active],
                                (n - sizes).astype(np.float64))
     if solver is None or solver.G is None:

@@ -12,10 +12,9 @@ first two are re-exported by :mod:`kernelcv.criteria.bif`.
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg as sla
 from scipy.linalg import lapack
 
-from ..machines.solver import cholesky_with_jitter
+from ..machines.solver import cholesky_solve, cholesky_with_jitter
 
 # Below this many active points the per-fold factorisations are cheaper than the Python
 # bookkeeping of the shared one (measured: equal at about 100 on the development machine).
@@ -68,17 +67,25 @@ def solve_each_fold(K, active, diag, fold_of_active, retained_sizes, V):
     return np.linalg.solve(B, np.where(kept[:, :, None], V, 0.0))
 
 
-def shared_factorisation_pays(n_active, retained_active) -> bool:
+def shared_factorisation_pays(n_active, retained_active, retained_sizes=None) -> bool:
     """Whether one shared factorisation beats one Cholesky per fold (flop count).
 
     Per fold: ``sum_i |A_i|^3 / 3``; shared: ``|A|^3`` (Cholesky ``|A|^3 / 3`` and inverse
-    ``2 |A|^3 / 3``). At t = 10 folds the ratio is 2.4; at t = 5 (0.85) and t = 2 (0.08)
-    the per-fold solves are cheaper and are kept.
+    ``2 |A|^3 / 3``) plus the direct factorisations of the folds whose retained size
+    ``n_i`` differs from the most common one (``retained_sizes``; see
+    :class:`FoldOutSolver`). At t = 10 equal folds the ratio is 2.4 (1.2 with four folds one sample larger: kept
+    per fold); at t = 5 (0.85) and
+    t = 2 (0.08) the per-fold solves are cheaper and are kept.
     """
     if n_active < SHARED_FACTORISATION_MIN_ACTIVE:
         return False
-    per_fold = float(np.sum(np.asarray(retained_active, dtype=np.float64) ** 3)) / 3.0
-    return per_fold > 1.2 * float(n_active) ** 3
+    cubes = np.asarray(retained_active, dtype=np.float64) ** 3 / 3.0
+    shared = float(n_active) ** 3
+    if retained_sizes is not None:
+        sizes = np.asarray(retained_sizes)
+        values, counts = np.unique(sizes, return_counts=True)
+        shared += float(cubes[sizes != values[np.argmax(counts)]].sum())
+    return float(cubes.sum()) > 1.3 * shared
 
 
 class FoldOutSolver:
@@ -90,13 +97,12 @@ class FoldOutSolver:
 
         (K_RR + m D_R)^-1 v = G_RR v - G_RS G_SS^-1 G_SR v        (Schur complement)
 
-    and a fold of another size (``n_i = m + delta``, stratified folds differ by one
-    sample) iterates ``x <- (K_RR + m D_R)^-1 (v - delta D_R x)``, a contraction of rate
-    at most ``|delta| / m`` because ``K_RR + m D_R >= m D_R``: seven iterations reach
-    rounding level at ``m = 900``. Cost: ``|A|^3 / 3`` (Cholesky) + ``2 |A|^3 / 3``
-    (inverse) once, then per right-hand side and fold ``O(|A|^2)`` (one matrix product
-    with G for all folds at once) plus ``O(|A| |S|)`` for the Schur correction, whose
-    matrix ``G_{:,S} G_SS^-1`` is formed once per fold (``O(|A| |S|^2)``).
+    A fold of another size (``n_i != m``: stratified folds differ by one sample when t
+    does not divide n) is factored directly (Cholesky of ``B_i``, once per fold and
+    solver). Cost: ``|A|^3 / 3`` (Cholesky) + ``2 |A|^3 / 3`` (inverse) once, then per
+    right-hand side and fold ``O(|A|^2)`` (one matrix product with G for all folds at
+    once) plus ``O(|A| |S|)`` for the Schur correction, whose matrix ``G_{:,S} G_SS^-1``
+    is formed once per fold (``O(|A| |S|^2)``); ``|A_i|^3 / 3`` per fold of another size.
 
     ``G`` is None when the reference system needed jitter to factor; the caller then
     solves each fold directly.
@@ -105,14 +111,16 @@ class FoldOutSolver:
     def __init__(self, K, active, diag, fold_of_active, retained_sizes):
         self.diag = diag
         self.fold_of_active = fold_of_active
+        self.retained_sizes = np.asarray(retained_sizes, dtype=np.float64)
         t = retained_sizes.shape[0]
         values, counts = np.unique(retained_sizes, return_counts=True)
         self.reference = float(values[np.argmax(counts)])
         self.delta = retained_sizes - self.reference
-        M = K[np.ix_(active, active)]
+        self._K_AA = K[np.ix_(active, active)]
+        M = self._K_AA.copy()
         M[np.diag_indices_from(M)] += self.reference * diag
         cho, jitter = cholesky_with_jitter(M)
-        if jitter > 0 or np.max(np.abs(self.delta)) > 0.5 * self.reference:
+        if jitter > 0:
             self.G = None
             return
         G, info = lapack.dpotri(cho[0], lower=1, overwrite_c=1)
@@ -120,15 +128,26 @@ class FoldOutSolver:
             self.G = None
             return
         G = np.tril(G)  # dpotri fills the lower triangle only
-        G += G.T
-        G[np.diag_indices_from(G)] *= 0.5
+        G += np.tril(G, -1).T
         self.G = G
         self._held = [np.flatnonzero(fold_of_active == i) for i in range(t)]
-        # Per fold the (|A|, |S|) matrix G_{:,S} G_SS^-1 of its Schur correction.
-        self._corrections = [
-            sla.cho_solve(sla.cho_factor(G[np.ix_(s, s)], lower=True, check_finite=False),
-                          G[s], check_finite=False).T if s.size else None
-            for s in self._held]
+        # Per fold of the reference size the (|A|, |S|) matrix G_{:,S} G_SS^-1 of its
+        # Schur correction, with LAPACK called directly (scipy's cho_factor/cho_solve
+        # wrappers cost more than these |S| x |S| factorisations).
+        self._corrections = [self._correction(G, s) if d == 0 else None
+                             for s, d in zip(self._held, self.delta, strict=True)]
+        self._direct: dict[int, tuple] = {}
+
+    @staticmethod
+    def _correction(G, held):
+        """``G_{:,S} G_SS^-1`` (|A|, |S|) for the held-out active positions S."""
+        if held.size == 0:
+            return None
+        c, info = lapack.dpotrf(G[np.ix_(held, held)], lower=1, clean=0)
+        if info != 0:  # G_SS is a principal block of an SPD inverse: SPD unless rounding
+            return np.linalg.solve(G[np.ix_(held, held)], G[held]).T
+        x, _ = lapack.dpotrs(c, G[held], lower=1)
+        return x.T
 
     def retained(self, i):
         """Positions within the active set of fold i's retained active points."""
@@ -148,23 +167,33 @@ class FoldOutSolver:
                 U[held, c] = 0.0
         return U
 
+    def _direct_solve(self, i, V):
+        """``B_i^-1 V`` on fold i's retained positions from its own Cholesky factor."""
+        kept = self.retained(i)
+        if kept.size == 0:
+            return kept, np.zeros((0, V.shape[1]))
+        if i not in self._direct:
+            M = self._K_AA[np.ix_(kept, kept)]
+            M[np.diag_indices_from(M)] += self.retained_sizes[i] * self.diag[kept]
+            self._direct[i] = cholesky_with_jitter(M)[0]
+        return kept, cholesky_solve(self._direct[i], V[kept])
+
     def solve(self, V, folds):
         """``B_i^-1`` applied to each column of the (|A|, k) matrix V, i = ``folds[c]``.
 
         The rows of a column's own fold are ignored; the solutions come back in the same
-        layout, zero there. Columns of folds of another size than the reference take
-        ``k`` fixed-point iterations, with ``k`` the smallest integer for which the
-        contraction bound ``(|delta| / m)^k`` is below the double-precision unit
-        roundoff (7 iterations for ``|delta| = 1, m = 800``).
+        layout, zero there. Columns of the reference size use the Schur complement of G;
+        columns of a fold of another size its own factorisation.
         """
         folds = np.asarray(folds)
         V = np.where(self.fold_of_active[:, None] == folds[None, :], 0.0, V)
-        X = self._apply_reference(V, folds)
-        odd = np.flatnonzero(self.delta[folds] != 0)
-        if odd.size:
-            rate = float(np.max(np.abs(self.delta))) / self.reference
-            iterations = int(np.ceil(np.log(2.0**-53) / np.log(rate))) + 1
-            shift = self.delta[folds[odd]][None, :] * self.diag[:, None]
-            for _ in range(iterations):
-                X[:, odd] = self._apply_reference(V[:, odd] - shift * X[:, odd], folds[odd])
+        odd = self.delta[folds] != 0
+        X = np.zeros_like(V)
+        same = np.flatnonzero(~odd)
+        if same.size:
+            X[:, same] = self._apply_reference(V[:, same], folds[same])
+        for i in np.unique(folds[odd]):
+            columns = np.flatnonzero(folds == i)
+            kept, solution = self._direct_solve(int(i), V[:, columns])
+            X[np.ix_(kept, columns)] = solution
         return X
