@@ -126,8 +126,13 @@ def test_halving_subsample_is_a_third_stratified_by_fold_and_class():
         assert abs(in_fold.sum() - 30) <= 2
         share = np.mean(y[rows][in_fold] > 0)
         assert abs(share - np.mean(y[fold_ids == fold] > 0)) < 0.05
-    assert halving_subsample(y[:200], fold_ids[:200] % 10, 0, stratify=True) is None
     assert halving_subsample(y[:300], fold_ids[:300] % 10, 0, stratify=True) is not None
+    # 200 to 299 rows: n/3 leaves fewer than 10 rows per fold, an n/2 subsample is taken
+    even = np.arange(240) % 10
+    half = halving_subsample(y[:240], even, 0, stratify=True)
+    assert abs(half.size - 120) <= 12
+    assert np.all(np.bincount(even[half]) >= 10)
+    assert halving_subsample(y[:190], fold_ids[:190] % 10, 0, stratify=True) is None
 
 
 def test_halving_subsample_of_one_vs_one_needs_rows_in_the_smallest_pair():

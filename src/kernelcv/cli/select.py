@@ -151,7 +151,7 @@ def add_arguments(parser):
                             "every third gamma and lam, then the neighbourhoods of the 3 "
                             "best points until they are local minima (coarse); halving "
                             "starts that walk from the grid walked on an n/3 subsample; "
-                            "auto = halving from 300 samples, else coarse, and off with "
+                            "auto = halving from 200 samples, else coarse, and off with "
                             "--method rff or --checkpoint (default)")
     safe = parser.add_argument_group("safeguards")
     safe.add_argument("--confirm", type=int, default=3, metavar="K",

@@ -127,8 +127,8 @@ class FoldOutSolver:
         if info != 0:
             self.G = None
             return
-        G = np.tril(G)  # dpotri fills the lower triangle only
-        G += np.tril(G, -1).T
+        # dpotri fills the lower triangle only: mirror it (one pass)
+        G = np.where(np.tri(G.shape[0], dtype=bool), G, G.T)
         self.G = G
         self._held = [np.flatnonzero(fold_of_active == i) for i in range(t)]
         # Per fold of the reference size the (|A|, |S|) matrix G_{:,S} G_SS^-1 of its
