@@ -91,7 +91,8 @@ def run_split(name, seed, X, y, args, directory):
                 row["runs"][kind] = {"seconds": None, "test_error": None, "error": str(error)}
                 continue
             row["runs"][kind] = result
-            print(f"  {kind:8s} {result['seconds']:8.2f} s  test error "
+            print(f"  {kind:8s} {result['seconds']:8.2f} s (cpu {result['cpu_seconds']:.2f})"
+                  f"  test error "
                   f"{result['test_error']:.4f}", flush=True)
     for scheme in args.schemes:
         result = run_kernelcv("svm", files, gammas, lams, ["--multiclass", scheme])
@@ -103,7 +104,8 @@ def run_split(name, seed, X, y, args, directory):
                 peer = row["runs"][kind]["seconds"]
                 if peer is not None:
                     ratio += f"  {label}/kernelcv {peer / result['seconds']:.1f}x"
-        print(f"  svm {scheme:4s} {result['seconds']:8.2f} s  test error "
+        print(f"  svm {scheme:4s} {result['seconds']:8.2f} s (cpu {result['cpu_seconds']:.2f})"
+              f"  test error "
               f"{'failed' if error is None else f'{error:.4f}'}{ratio}", flush=True)
     return row
 

@@ -58,6 +58,7 @@ for _name in THREAD_VARS:  # before numpy / scipy / scikit-learn are imported
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import resource  # noqa: E402
 import shlex  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
@@ -205,21 +206,29 @@ def run_kernelcv(machine, files, gammas, lams, extra):
                "--fold-ids", str(files["folds"]), "--gamma-grid", grid_text(gammas),
                "--lam-grid", grid_text(lams), "--test", str(files["test"]), "--json",
                "--no-progress", *extra]
-    tic = time.perf_counter()
+    tic, cpu = time.perf_counter(), children_cpu_seconds()
     done = subprocess.run(command, env=thread_env(), capture_output=True, text=True,
                           check=False)
     seconds = time.perf_counter() - tic
+    cpu_seconds = children_cpu_seconds() - cpu
     if done.returncode != 0:
         message = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
         print(f"    kernelcv {machine} failed (exit {done.returncode}): {message}",
               flush=True)
-        return {"seconds": seconds, "test_error": None, "stages": {}, "error": message}
+        return {"seconds": seconds, "cpu_seconds": cpu_seconds, "test_error": None,
+                "stages": {}, "error": message}
     report = json.loads(done.stdout[done.stdout.index("{"):])
     stages = {key: float(value) for key, value in report.get("timings", {}).items()
               if key.endswith("_seconds") and value is not None}
     best = report.get("best_params") or report.get("best")
-    return {"seconds": seconds, "test_error": report.get("test_error"), "stages": stages,
-            "best": best}
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds,
+            "test_error": report.get("test_error"), "stages": stages, "best": best}
+
+
+def children_cpu_seconds():
+    """User + system CPU seconds of the finished child processes so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run_sklearn(kind, X, y, X_test, y_test, folds, gammas, lams):
@@ -231,11 +240,12 @@ def run_sklearn(kind, X, y, X_test, y_test, folds, gammas, lams):
     else:
         search = HalvingGridSearchCV(SVC(kernel="rbf"), grid, factor=3, cv=cv,
                                      resource="n_samples", random_state=0)
-    tic = time.perf_counter()
+    tic, cpu = time.perf_counter(), time.process_time()
     search.fit(X, y)
-    seconds = time.perf_counter() - tic
+    seconds, cpu_seconds = time.perf_counter() - tic, time.process_time() - cpu
     error = float(np.mean(search.predict(X_test) != y_test))
-    return {"seconds": seconds, "test_error": error, "best": search.best_params_}
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds, "test_error": error,
+            "best": search.best_params_}
 
 
 def limit_seconds(machine, X, y, gammas, lams):
@@ -276,7 +286,8 @@ def run_split(name, seed, data, args, extra, directory):
                             ("halving", "HalvingGridSearchCV(SVC)")):
             result = run_sklearn(kind, X, y, X_test, y_test, folds, gammas, lams)
             row[kind] = result
-            print(f"  {label:26s} {result['seconds']:8.2f} s  test error "
+            print(f"  {label:26s} {result['seconds']:8.2f} s (cpu {result['cpu_seconds']:.2f})"
+                  f"  test error "
                   f"{result['test_error']:.4f}  best {result['best']}", flush=True)
     for machine in args.machines:
         result = run_kernelcv(machine, files, gammas, lams, extra)
@@ -289,7 +300,8 @@ def run_split(name, seed, data, args, extra, directory):
         if not args.skip_peers:
             ratios = (f"  GridSearchCV/kernelcv {row['grid']['seconds'] / result['seconds']:.1f}x"
                       f"  Halving/kernelcv {row['halving']['seconds'] / result['seconds']:.1f}x")
-        print(f"  kernelcv select {machine:9s} {result['seconds']:8.2f} s  test error "
+        print(f"  kernelcv select {machine:9s} {result['seconds']:8.2f} s "
+              f"(cpu {result['cpu_seconds']:.2f})  test error "
               f"{error_text}  limit {result['limit_seconds']:.2f} s "
               f"(kernelcv/limit {result['seconds'] / result['limit_seconds']:.1f}x)"
               f"{ratios}\n    stages: {stages}", flush=True)
@@ -351,6 +363,27 @@ def summary_table(rows, machines, peers):
             cells.append(", ".join(
                 f"{k[:-8]} {_median([r['machines'][m]['stages'].get(k) for r in group]):.2f}"
                 for k in keys) or "–")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def cpu_table(rows, machines):
+    """CPU seconds (user + system) and their ratios: on a machine shared with other jobs
+    wall time grows with the load, CPU time of these single-threaded runs much less."""
+    names = list(dict.fromkeys(row["set"] for row in rows))
+    header = ["set", "GridSearchCV cpu s", "Halving cpu s"]
+    for m in machines:
+        header += [f"{m} cpu s", f"GS/{m} cpu", f"Halving/{m} cpu"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name in names:
+        group = [row for row in rows if row["set"] == name]
+        gs = _median([r["grid"].get("cpu_seconds") for r in group])
+        hv = _median([r["halving"].get("cpu_seconds") for r in group])
+        cells = [name, _fmt(gs), _fmt(hv)]
+        for m in machines:
+            kc = _median([r["machines"][m].get("cpu_seconds") for r in group])
+            cells += [_fmt(kc), _fmt(_ratio(gs, kc), ".1f", "×"),
+                      _fmt(_ratio(hv, kc), ".1f", "×")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -453,6 +486,8 @@ def main():
     print(summary_table(rows, args.machines, peers))
     tests = []
     if peers:
+        print("\nCPU seconds (user + system; less sensitive than wall time to other jobs):\n")
+        print(cpu_table(rows, args.machines))
         table, tests = ttest_table(rows, args.machines)
         print("\nPaired t-test over splits, H1: kernelcv's test error > GridSearchCV's:\n")
         print(table)
