@@ -121,6 +121,8 @@ def test_halving_subsample_is_a_third_stratified_by_fold_and_class():
     fold_ids = rng.permutation(np.arange(900) % 10)
     rows = halving_subsample(y, fold_ids, 0, stratify=True)
     assert abs(rows.size - 300) <= 20 and np.all(np.diff(rows) > 0)
+    # every fold of the subsample has the same size (the shared order-inf factorisation)
+    assert len(set(np.bincount(fold_ids[rows]).tolist())) == 1
     for fold in range(10):
         in_fold = fold_ids[rows] == fold
         assert abs(in_fold.sum() - 30) <= 2
@@ -132,6 +134,9 @@ def test_halving_subsample_is_a_third_stratified_by_fold_and_class():
     half = halving_subsample(y[:240], even, 0, stratify=True)
     assert abs(half.size - 120) <= 12
     assert np.all(np.bincount(even[half]) >= 10)
+    uneven = np.arange(257) % 10  # folds of 26 and 25 rows
+    sub = halving_subsample(y[:257], uneven, 0, stratify=True)
+    assert len(set(np.bincount(uneven[sub]).tolist())) == 1
     assert halving_subsample(y[:190], fold_ids[:190] % 10, 0, stratify=True) is None
 
 

@@ -181,7 +181,8 @@ def halving_start(setting_lams: list[list[float]], evaluate_subsample: Callable,
 
 def halving_subsample(y, fold_ids, random_state, stratify: bool,
                       factor: int = HALVING_FACTOR, pairwise: bool = False):
-    """Rows of the ``"halving"`` subsample: about n/factor, stratified by fold (and class).
+    """Rows of the ``"halving"`` subsample: about n/factor, stratified by fold (and class),
+    with folds of equal size.
 
     Returns the sorted row indices, or None when the subsample would have fewer than
     :data:`HALVING_MIN_ROWS_PER_FOLD` rows per fold (then ``"coarse"`` is used). When
@@ -214,7 +215,27 @@ def halving_subsample(y, fold_ids, random_state, stratify: bool,
         rows = np.flatnonzero(groups == group)
         take = max(1, int(round(rows.size / factor)))
         chosen.append(rng.choice(rows, size=take, replace=False))
-    return np.sort(np.concatenate(chosen))
+    return _equal_folds(np.sort(np.concatenate(chosen)), y, fold_ids, rng)
+
+
+def _equal_folds(rows, y, fold_ids, rng):
+    """Drop rows until every fold of the subsample has the same size.
+
+    Rounding per (fold, class) group leaves folds one or two rows apart; with equal folds
+    the order-inf step factors the full active system once for all folds instead of each
+    fold separately (:class:`kernelcv.criteria.fold_out.FoldOutSolver`). A fold loses
+    rows of its most represented class first, so the class shares move by at most a row.
+    """
+    sizes = np.bincount(fold_ids[rows])
+    smallest = int(sizes[sizes > 0].min())
+    keep = np.ones(rows.size, dtype=bool)
+    for fold in np.flatnonzero(sizes > smallest):
+        for _ in range(int(sizes[fold]) - smallest):
+            members = np.flatnonzero(keep & (fold_ids[rows] == fold))
+            labels, counts = np.unique(y[rows[members]], return_counts=True)
+            largest = members[y[rows[members]] == labels[np.argmax(counts)]]
+            keep[rng.choice(largest)] = False
+    return rows[keep]
 
 
 def evaluate_grid(settings, setting_lams, shared, execution, screening, store, subsample):
