@@ -121,8 +121,8 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
         if extra is not None:
             extra_predictions = rest[0]
             if order == "auto" and order_used == "inf":
-                notes.append("series did not reach tol within 200 terms; "
-                             "used the closed-form limit (order inf)")
+                notes.append("series too slow to reach tol (estimated rate, or 200 "
+                             "terms); used the closed-form limit (order inf)")
     if not np.all(np.isfinite(predictions)):
         raise KernelCVError(_non_finite_message(K, y, lam, method))
     ratio, noise_share = heldout_rounding(K, alpha, intercept, fold_ids, curvature)
