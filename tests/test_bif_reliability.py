@@ -35,6 +35,7 @@ from kernelcv.machines import make_machine
 HEART = (Path(__file__).resolve().parents[2] / "shared" / "datasets" / "libsvm"
          / "heart_scale.svm")
 QUIET = pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
+ROUNDING = pytest.mark.filterwarnings("ignore:.*BIF value ill-conditioned:RuntimeWarning")
 SOLVER = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 
@@ -68,17 +69,21 @@ def test_first_five_rows_of_heart_order_5_is_flagged(machine):
     assert bif.to_dict()["unconverged"] is True
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value ill-conditioned:RuntimeWarning")
 @pytest.mark.parametrize("lam", [1e-12, 1e-14])
 def test_auto_order_never_stops_on_a_term_small_because_the_series_has_not_started(lam):
     """Issue 18: order auto at lam <= 1e-12 stopped at order 1 with CV error 0."""
     X, y = _heart_like(120)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # auto falls back to inf: no unconverged value
+        # (n lam = 1.2e-10: the limit's rounding is another matter, flagged on its own)
+        warnings.filterwarnings("ignore", message=".*BIF value ill-conditioned")
         auto = cross_validate(X, y, "l2svm", gamma=1 / 13, lam=lam, folds=10,
                               random_state=0, method="bif", order="auto")
     limit = cross_validate(X, y, "l2svm", gamma=1 / 13, lam=lam, folds=10, random_state=0,
                            method="bif", order="inf")
     assert auto.order_used != 1
+    assert auto.ill_conditioned  # rounding, not truncation (test_bif_conditioning.py)
     assert auto.cv_error == pytest.approx(limit.cv_error, abs=_limit("0-1", 0))
     assert not auto.unconverged
 
@@ -241,6 +246,7 @@ def _problem(case, regression):
 
 
 @QUIET
+@ROUNDING
 @SOLVER
 @given(case=PROBLEMS, machine=st.sampled_from(["krr", "lssvm"]))
 @settings(max_examples=150, deadline=None)
@@ -259,10 +265,12 @@ def test_square_loss_bif_flags_itself_whenever_off_by_more_than_tolerance(case, 
     ties = np.mean(np.abs(exact.predictions) <= 1e-9 * max(1.0, np.max(np.abs(y))))
     allowed = _limit(bif.metric, bif.cv_error) + (ties if bif.metric == "0-1" else 0.0)
     if off > allowed + 1e-9 * max(1.0, exact.cv_error):
-        assert bif.unconverged or bif.degenerate, (off, bif.truncation_error)
+        assert bif.unconverged or bif.degenerate or bif.ill_conditioned, (
+            off, bif.truncation_error)
 
 
 @QUIET
+@ROUNDING
 @SOLVER
 @given(case=PROBLEMS)
 @settings(max_examples=60, deadline=None)
@@ -273,4 +281,4 @@ def test_l2svm_bif_flags_itself_whenever_off_from_its_limit(case):
     bif = cross_validate(X, y, "l2svm", method="bif", order=case["order"], **options)
     limit = cross_validate(X, y, "l2svm", method="bif", order="inf", **options)
     if abs(bif.cv_error - limit.cv_error) > TOLERANCE["0-1"]:
-        assert bif.unconverged or bif.degenerate
+        assert bif.unconverged or bif.degenerate or bif.ill_conditioned
