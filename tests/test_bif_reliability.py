@@ -19,12 +19,23 @@ from hypothesis import strategies as st
 
 from kernelcv import cross_validate
 from kernelcv.cli import main
-from kernelcv.criteria.truncation import TOLERANCE, tail, truncation_error
+from kernelcv.criteria.bif import bif_predictions
+from kernelcv.criteria.truncation import (
+    SLOW_RATE,
+    TOLERANCE,
+    fold_maxima,
+    power_rate,
+    tail,
+    truncation_error,
+)
 from kernelcv.datasets import load_data
+from kernelcv.kernels import squared_distances
+from kernelcv.machines import make_machine
 
 HEART = (Path(__file__).resolve().parents[2] / "shared" / "datasets" / "libsvm"
          / "heart_scale.svm")
 QUIET = pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
+ROUNDING = pytest.mark.filterwarnings("ignore:.*BIF value ill-conditioned:RuntimeWarning")
 SOLVER = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 
@@ -58,17 +69,21 @@ def test_first_five_rows_of_heart_order_5_is_flagged(machine):
     assert bif.to_dict()["unconverged"] is True
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value ill-conditioned:RuntimeWarning")
 @pytest.mark.parametrize("lam", [1e-12, 1e-14])
 def test_auto_order_never_stops_on_a_term_small_because_the_series_has_not_started(lam):
     """Issue 18: order auto at lam <= 1e-12 stopped at order 1 with CV error 0."""
     X, y = _heart_like(120)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # auto falls back to inf: no unconverged value
+        # (n lam = 1.2e-10: the limit's rounding is another matter, flagged on its own)
+        warnings.filterwarnings("ignore", message=".*BIF value ill-conditioned")
         auto = cross_validate(X, y, "l2svm", gamma=1 / 13, lam=lam, folds=10,
                               random_state=0, method="bif", order="auto")
     limit = cross_validate(X, y, "l2svm", gamma=1 / 13, lam=lam, folds=10, random_state=0,
                            method="bif", order="inf")
     assert auto.order_used != 1
+    assert auto.ill_conditioned  # rounding, not truncation (test_bif_conditioning.py)
     assert auto.cv_error == pytest.approx(limit.cv_error, abs=_limit("0-1", 0))
     assert not auto.unconverged
 
@@ -123,6 +138,78 @@ def test_tail_needs_three_terms_and_a_shrinking_rate():
     assert tail([np.array([1.0]), np.array([1.0]), np.array([1.0])])[0] == math.inf
 
 
+def _two_mode_map(fast=0.3, slow=0.99):
+    """A linear term map with one slow mode (rate ``slow``) on the last coordinate."""
+    rates = np.r_[np.full(9, fast), slow]
+    return lambda V: rates[:, None] * V
+
+
+def test_power_rate_finds_a_slow_mode_the_terms_hide():
+    """The terms from a start with almost nothing on the slow mode look fast (0.3): the
+    observed-ratio tail is ~0.05 while the true tail is ~1; the power rate from a random
+    start sees the slow mode and the tail becomes large."""
+    apply = _two_mode_map()
+    T = np.r_[np.full(9, 1.0), 0.01][:, None]
+    terms = [T]
+    for _ in range(2):
+        terms.append(apply(terms[-1]))
+    history = [np.max(np.abs(term), axis=0) for term in terms]
+    true_tail = sum(0.01 * 0.99**k for k in range(3, 3000))
+    assert tail(history)[0] < 0.1 * true_tail  # the terms alone miss it
+    rate = power_rate(apply, 10, 1)
+    assert rate[0] >= 0.95 or rate[0] >= SLOW_RATE
+    assert tail(history, rate)[0] >= true_tail or rate[0] >= SLOW_RATE
+
+
+def test_power_rate_matches_the_spectral_radius_of_a_fast_map():
+    apply = _two_mode_map(fast=0.2, slow=0.5)
+    assert power_rate(apply, 10, 1)[0] == pytest.approx(0.5, rel=0.02)
+    assert list(power_rate(lambda V: 0.0 * V, 4, 2)) == [0.0, 0.0]
+
+
+def test_a_held_out_term_of_exactly_0_does_not_end_a_series_whose_map_is_not_0():
+    history = [np.array([1.0]), np.array([0.5]), np.array([0.0])]
+    # it starts from the term before, shrunk by the rate: 2 * (0.5 * 0.5) * 0.5 / 0.5
+    assert tail(history)[0] == pytest.approx(0.5)
+    assert tail(history, np.array([0.8]))[0] == pytest.approx(2 * 0.4 * 0.8 / 0.2)
+    assert tail([np.zeros(1)] * 3, np.array([0.5]))[0] == 0.0  # all terms 0: stopped
+
+
+def _seed_2845():
+    """The example a random run of the property test below found (issue 18): lssvm,
+    n = 11, d = 1, gamma = 1, lam = 5.6e-4, 5 folds; order 1 and 2 gave CV error 0 with a
+    truncation estimate 0, exact refit CV 0.09 (one point's term shrinks at 0.99 behind a
+    neighbour's at 0.3)."""
+    X, y = _problem({"seed": 2845, "n": 11, "d": 1}, regression=False)
+    return X, y, {"gamma": 1.0, "lam": 5.6e-4, "folds": 5, "random_state": 2845}
+
+
+@QUIET
+@pytest.mark.parametrize("order", [1, 2, 3, 5])
+def test_property_run_example_lssvm_low_order_is_flagged(order):
+    X, y, options = _seed_2845()
+    exact = cross_validate(X, y, "lssvm", method="exact", **options)
+    bif = cross_validate(X, y, "lssvm", method="bif", order=order, **options)
+    assert abs(bif.cv_error - exact.cv_error) > TOLERANCE["0-1"]
+    assert bif.unconverged
+    assert bif.truncation_error >= abs(bif.cv_error - exact.cv_error)
+
+
+def test_slow_series_remainder_is_measured_against_the_limit():
+    """Where a fold's rate reaches SLOW_RATE the remainder is |limit - partial sum|,
+    not an estimate: compare it with order inf computed separately."""
+    X, y, _ = _seed_2845()
+    K = np.exp(-squared_distances(X))
+    folds, lam = np.arange(11) % 5, 1e-5  # n lam = 1e-4: rates near 1 / (1 + 1e-4)
+    machine = make_machine("lssvm")
+    fit = machine.fit(K, y, lam)
+    partial, _, remainder = bif_predictions(K, y, folds, lam, machine, fit, order=2,
+                                            remainder=True)
+    limit, _ = bif_predictions(K, y, folds, lam, machine, fit, order="inf")
+    assert np.max(remainder) > 0.1
+    assert np.allclose(remainder, fold_maxima(limit - partial, folds, 5), atol=1e-12)
+
+
 def test_truncation_error_units():
     predictions = np.array([0.5, -0.05, 2.0, -1.0])
     y = np.array([1.0, 1.0, 1.0, -1.0])
@@ -159,9 +246,10 @@ def _problem(case, regression):
 
 
 @QUIET
+@ROUNDING
 @SOLVER
 @given(case=PROBLEMS, machine=st.sampled_from(["krr", "lssvm"]))
-@settings(max_examples=150, deadline=None, derandomize=True)
+@settings(max_examples=150, deadline=None)
 def test_square_loss_bif_flags_itself_whenever_off_by_more_than_tolerance(case, machine):
     regression = machine == "krr"
     X, y = _problem(case, regression)
@@ -177,10 +265,12 @@ def test_square_loss_bif_flags_itself_whenever_off_by_more_than_tolerance(case, 
     ties = np.mean(np.abs(exact.predictions) <= 1e-9 * max(1.0, np.max(np.abs(y))))
     allowed = _limit(bif.metric, bif.cv_error) + (ties if bif.metric == "0-1" else 0.0)
     if off > allowed + 1e-9 * max(1.0, exact.cv_error):
-        assert bif.unconverged or bif.degenerate, (off, bif.truncation_error)
+        assert bif.unconverged or bif.degenerate or bif.ill_conditioned, (
+            off, bif.truncation_error)
 
 
 @QUIET
+@ROUNDING
 @SOLVER
 @given(case=PROBLEMS)
 @settings(max_examples=60, deadline=None)
@@ -191,4 +281,4 @@ def test_l2svm_bif_flags_itself_whenever_off_from_its_limit(case):
     bif = cross_validate(X, y, "l2svm", method="bif", order=case["order"], **options)
     limit = cross_validate(X, y, "l2svm", method="bif", order="inf", **options)
     if abs(bif.cv_error - limit.cv_error) > TOLERANCE["0-1"]:
-        assert bif.unconverged or bif.degenerate
+        assert bif.unconverged or bif.degenerate or bif.ill_conditioned

@@ -254,6 +254,8 @@ def test_direct_methods_stay_exact_at_tiny_kernel_widths(classification, machine
                   <= 1e-6 * np.abs(exact.predictions) + 1e-300)
 
 
+# order 3 is 2 held-out values of 120 within their estimated tail of 0 (0.017 > 0.01)
+@pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
 def test_result_reports_folds_timing_and_json(classification):
     X, y = classification
     result = kc.cross_validate(X, y, "l2svm", gamma=0.3, lam=1e-2, folds=4, random_state=1,

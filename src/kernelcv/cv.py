@@ -23,6 +23,7 @@ import numpy as np
 
 from ._threads import blas_threads_for, n_rows
 from .criteria.closed_form import ClosedFormCV
+from .criteria.conditioning import ILL_CONDITIONED
 from .criteria.evaluate import evaluate_lam
 from .criteria.multiclass import MulticlassCV
 from .criteria.result import CVResult
@@ -132,7 +133,10 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
         ``order="inf"``, whose held-out values are formed directly. A BIF value of a
         finite or automatic order carries ``truncation_error``, its estimated distance
         from the series limit; ``unconverged`` (with a ``RuntimeWarning``) says that it
-        exceeds the tolerance (0.01 of 0-1 error, 1 % of the MSE). ``predictions`` are
+        exceeds the tolerance (0.01 of 0-1 error, 1 % of the MSE). Every BIF value (order
+        ``"inf"`` too) carries ``rounding_error``, the estimated effect of rounding at
+        tiny ``n lam``; ``ill_conditioned`` (with a ``RuntimeWarning``) says that it
+        exceeds the same tolerance: use ``method="exact"`` there. ``predictions`` are
         the held-out decision values, (n, m) with one column per binary machine for more
         than two classes; ``labels`` the held-out predicted labels of a classifier.
 
@@ -213,11 +217,13 @@ def _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width, ep
             heldout_ratio=ev.heldout_ratio, metric=spec.metric, params={**params, "lam": lam},
             label_mapping=mapping, predictions=predictions, labels=labels,
             notes=notes + ev.notes,
-            truncation_error=getattr(ev, "truncation_error", None),
-            unconverged=bool(getattr(ev, "unconverged", False)))
+            truncation_error=ev.truncation_error, unconverged=bool(ev.unconverged),
+            rounding_error=ev.rounding_error, ill_conditioned=bool(ev.ill_conditioned))
     for result in results:
-        if result.unconverged:
-            note = next(n for n in result.notes if n.startswith(UNCONVERGED))
-            warnings.warn(f"lam = {result.params['lam']:g}: {note}", RuntimeWarning,
-                          stacklevel=3)
+        for flag, head in ((result.unconverged, UNCONVERGED),
+                           (result.ill_conditioned, ILL_CONDITIONED)):
+            note = next((n for n in result.notes if head in n), None)
+            if flag and note is not None:
+                warnings.warn(f"lam = {result.params['lam']:g}: {note}", RuntimeWarning,
+                              stacklevel=3)
     return results

@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 
+from ..criteria.conditioning import ILL_CONDITIONED
 from ..criteria.result import confusion_summary
 from ..criteria.truncation import UNCONVERGED
 from ..cv import METHODS, cross_validate
@@ -173,7 +174,8 @@ def run_command(args, parser):
                      "--folds auto)")
     with warnings.catch_warnings():
         # reported once, with the other problems of the estimate (see problems())
-        warnings.filterwarnings("ignore", message=f".*{UNCONVERGED}", category=RuntimeWarning)
+        for head in (UNCONVERGED, ILL_CONDITIONED):
+            warnings.filterwarnings("ignore", message=f".*{head}", category=RuntimeWarning)
         return run_cv(
             args.data, machine=args.machine, lam=args.lam, kernel=args.kernel,
             gamma=args.gamma, degree=args.degree, coef0=args.coef0,
@@ -282,6 +284,9 @@ def problems(summary):
         problems.append(next((n for n in summary.get("notes", [])
                               if n.startswith(UNCONVERGED)),
                              "the BIF series did not converge; use --order inf"))
+    if summary.get("ill_conditioned"):
+        problems.append(next((n for n in summary.get("notes", []) if ILL_CONDITIONED in n),
+                             "the BIF value is ill-conditioned; use --method exact"))
     return problems
 
 

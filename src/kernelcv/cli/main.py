@@ -215,7 +215,8 @@ def _run(module, command, args, logged):
     _report_warnings(caught)
     for note in summary.get("notes") or []:
         # the cv command shows these as warnings (its problems())
-        if not str(note).startswith(("degenerate", "BIF series not converged")):
+        if not str(note).startswith(("degenerate", "BIF series not converged",
+                                     "BIF value ill-conditioned")):
             _say("note", note)
     if args.json:
         from ..reports.io import jsonable  # numpy, loaded by now: the command has run

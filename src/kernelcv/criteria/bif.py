@@ -62,7 +62,7 @@ from .fold_out import (  # re-exported: kernelcv.criteria.bif is their historica
     shared_factorisation_pays,
     solve_each_fold,
 )
-from .truncation import MIN_TERMS, SAFETY, fold_maxima, tail
+from .truncation import MIN_TERMS, SAFETY, fold_maxima, power_rate, tail, too_slow
 
 __all__ = ["SHARED_FACTORISATION_MIN_ACTIVE", "FoldOutSolver", "bif_predictions",
            "fold_out_starts", "newton_step_weights", "shared_factorisation_pays"]
@@ -116,9 +116,9 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
         ``"auto"`` stops at the first order whose estimated remainder (the geometric tail
         of :func:`kernelcv.criteria.truncation.tail`: ``m_s rho / (1 - rho)`` per fold,
         ``m_s`` the fold's largest held-out term of order s, ``rho`` the larger of the
-        last two observed ratios; at least three terms) is at most ``atol``, or, without
-        ``atol``, at most ``tol * max |F|``. A small term alone never stops it: at tiny
-        lam the first terms are tiny because the series has barely started.
+        last two observed ratios and the power-iteration rate; at least three terms) is
+        at most ``atol``, else at most ``tol * max |F|``; at an estimated rate of
+        ``SLOW_RATE`` it takes the limit at once. A small term alone never stops it.
     extra : None or ``(K_extra, extra_fold_ids)``
         (m, n) kernel values between m extra points and the sample, and (m,) ids in
         ``-1..t-1`` (trusted). The extra points of fold i get the same approximation of
@@ -135,8 +135,8 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     order_used : int or ``"inf"``.
     extra_predictions : (m,) the extra points' values; returned only when ``extra`` is given.
     fold_remainder : (t,) estimated ``max_{j in S_i} |f_limit(x_j) - predictions[j]|``
-        (0 for order ``"inf"``; inf where the terms do not shrink); returned last, only
-        when ``remainder`` is True. For a fixed order it costs up to two more terms.
+        (0 for order ``"inf"``; measured against the limit when a fold's estimated rate
+        reaches ``SLOW_RATE``); returned last, only when ``remainder`` is True.
     """
     n = y.shape[0]
     F = fit.decision
@@ -205,29 +205,38 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     history = [fold_maxima(T[rows, fold_ids], fold_ids, t)]
     bound = tol * scale if atol is None else atol
 
+    def term_map(V):  # T_s -> (T_{s+1}, its active solve Y, border beta, d h T_s)
+        dhV = D[active] * (h[active, None] * V[active])
+        return (*solve_L(-(K_active @ dhV) * eps[None, :], -eps * dhV.sum(axis=0)), dhV)
+
     def next_term(T, Y, beta):
-        dhT = D[active] * (h[active, None] * T[active])
-        T, Y, beta = solve_L(-(K_active @ dhT) * eps[None, :], -eps * dhT.sum(axis=0))
+        T, Y, beta, dhT = term_map(T)
         history.append(fold_maxima(T[rows, fold_ids], fold_ids, t))
         return T, Y, beta, dhT
 
+    rate = power_rate(lambda V: term_map(V)[0], n, t) if remainder or order == "auto" else None
+    if order == "auto" and too_slow(rate):  # ~1 / (1 - rate) terms: the limit is cheaper
+        return newton()
+
     while s < limit:
-        if order == "auto" and np.max(tail(history)) <= bound:
-            return finish(F + total, s, total_e, tail(history))
+        if order == "auto" and np.max(tail(history, rate)) <= bound:
+            return finish(F + total, s, total_e, tail(history, rate))
         T, Y, beta, dhT = next_term(T, Y, beta)
         total += T[rows, fold_ids]
         if rows_e is not None:
             total_e += rows_e.term(dhT, active, eps, Y, beta, lam)
         s += 1
     if order == "auto":
-        if np.max(tail(history)) <= bound:
-            return finish(F + total, s, total_e, tail(history))
+        if np.max(tail(history, rate)) <= bound:
+            return finish(F + total, s, total_e, tail(history, rate))
         return newton()
     fold_remainder = None
-    if remainder:  # terms after the order used, then the geometric tail beyond them
+    if remainder and too_slow(rate):  # too slow to judge from its terms: measure it
+        fold_remainder = fold_maxima(newton()[0] - F - total, fold_ids, t)
+    elif remainder:  # terms after the order used, then the geometric tail beyond them
         while len(history) < max(s + 1, MIN_TERMS):
             T, Y, beta, _ = next_term(T, Y, beta)
-        fold_remainder = SAFETY * np.sum(history[s:], axis=0) + tail(history)
+        fold_remainder = SAFETY * np.sum(history[s:], axis=0) + tail(history, rate)
     return finish(F + total, s, total_e, fold_remainder)
 
 

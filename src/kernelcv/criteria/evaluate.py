@@ -23,6 +23,7 @@ import numpy as np
 
 from ..exceptions import KernelCVError
 from .bif import bif_predictions
+from .conditioning import ill_conditioned_note, relative_rounding
 from .exact import refit_predictions
 from .result import (
     DEGENERATE_SHARE,
@@ -58,6 +59,8 @@ class Evaluation:
     extra_predictions: np.ndarray | None = None
     truncation_error: float | None = None
     unconverged: bool = False
+    rounding_error: float | None = None
+    ill_conditioned: bool = False
 
 
 def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, atol=None,
@@ -121,8 +124,8 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
         if extra is not None:
             extra_predictions = rest[0]
             if order == "auto" and order_used == "inf":
-                notes.append("series did not reach tol within 200 terms; "
-                             "used the closed-form limit (order inf)")
+                notes.append("series too slow to reach tol (estimated rate, or 200 "
+                             "terms); used the closed-form limit (order inf)")
     if not np.all(np.isfinite(predictions)):
         raise KernelCVError(_non_finite_message(K, y, lam, method))
     ratio, noise_share = heldout_rounding(K, alpha, intercept, fold_ids, curvature)
@@ -145,11 +148,67 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
         unconverged = not within_tolerance(truncation, error, machine.metric)
         if unconverged:
             notes.append(unconverged_note(order_used, truncation, machine.metric))
+    rounding = ill = None
+    if method == "bif":
+        rounding, ill = _rounding_check(K, y, fold_ids, lam, machine, fit, predictions,
+                                        error, notes)
     return Evaluation(cv_error=error, fold_errors=per_fold, predictions=predictions,
                       order_used=order_used, degenerate=degenerate, heldout_ratio=ratio,
                       fit_seconds=fit_seconds, seconds=time.perf_counter() - tic, fit=fit,
                       notes=notes, extra_predictions=extra_predictions,
-                      truncation_error=truncation, unconverged=bool(unconverged))
+                      truncation_error=truncation, unconverged=bool(unconverged),
+                      rounding_error=rounding, ill_conditioned=bool(ill))
+
+
+def _rounding_check(K, y, fold_ids, lam, machine, fit, predictions, error, notes):
+    """The BIF value's rounding error in CV units and whether it is above tolerance.
+
+    The rounded numbers are the full fit's (``g = loss'(y, F)`` and the solves, of size
+    ``max |F|``), reaching held-out point j through its kernel row on the retained
+    points: it may move by ``e_j = rel * max|F| * (c_j + [intercept])`` with ``rel`` of
+    :func:`kernelcv.criteria.conditioning.relative_rounding` and ``c_j = sum_{r not in
+    S(j)} |K_jr| / (n_min max K_rr)`` in [0, 1] (about 0 for a narrow kernel, whose
+    held-out values keep their relative precision: only the intercept's rounding reaches
+    them). For the 0-1 error the share of samples with ``|f_j| <= e_j``, for the MSE the
+    mean of ``2 |r_j| e_j + e_j^2`` (as :func:`kernelcv.criteria.truncation.truncation_error`
+    converts a remainder). Cost: ``O(|Q|)`` where a bound of ``rel`` with every ``c_j = 1``
+    is within tolerance (almost always above ``n lam ~ 1e-6``), else ``O(|Q|^2)``
+    (``dpocon``) and, if still needed, ``O(n^2)`` (row sums of ``|K|``, fold blocks).
+    """
+    h = machine.loss.derivatives(y, fit.decision)[1]
+    t = int(fold_ids.max()) + 1
+    n_min = y.shape[0] - int(np.bincount(fold_ids, minlength=t).max())
+    scale = float(np.max(np.abs(fit.decision))) * (2.0 if machine.fit_intercept else 1.0)
+    for quick in (True, False):  # O(|Q|) bound, then dpocon: most values pass the first
+        rel = relative_rounding(K, fit, h, lam, n_min, quick=quick)
+        if rel == 0:
+            return 0.0, False
+        top = rel * scale / (2.0 if machine.fit_intercept else 1.0)
+        rounding = _rounding_in_units(predictions, y, rel * scale, machine.metric)
+        if within_tolerance(rounding, error, machine.metric):
+            return rounding, False  # even with every share c_j at 1: no O(n^2) pass
+    mass = np.concatenate([np.abs(K[a:a + 1024]).sum(axis=1)  # blocks: no n x n temporary
+                           for a in range(0, K.shape[0], 1024)])
+    for fold in range(t):
+        members = np.flatnonzero(fold_ids == fold)
+        mass[members] -= np.abs(K[np.ix_(members, members)]).sum(axis=1)
+    share = np.clip(mass / (n_min * max(float(np.max(np.diag(K))), np.finfo(float).tiny)),
+                    0.0, 1.0) + (1.0 if machine.fit_intercept else 0.0)
+    with np.errstate(invalid="ignore"):
+        rounding = _rounding_in_units(predictions, y, np.where(share > 0, top * share, 0.0),
+                                      machine.metric)
+    ill = not within_tolerance(rounding, error, machine.metric)
+    if ill:
+        notes.append(ill_conditioned_note(rel, rounding, machine.metric))
+    return rounding, ill
+
+
+def _rounding_in_units(predictions, y, size, metric):
+    """Share of ``|f_j| <= size_j`` (0-1) or mean of ``2 |r_j| size_j + size_j^2`` (MSE)."""
+    if metric == "0-1":
+        return float(np.mean(np.abs(predictions) <= size))
+    residual = np.abs(y - predictions)
+    return float(np.mean(2.0 * residual * size + size * size))
 
 
 def _non_finite_message(K, y, lam, method):

@@ -87,14 +87,15 @@ class MulticlassCV:
         :class:`Evaluation` has the multiclass ``cv_error`` and ``fold_errors``,
         ``predictions`` the held-out class codes, ``decisions`` the (n, m) held-out values
         of the m machines, ``fit`` the list of full fits, ``degenerate`` when any machine's
-        values are, ``heldout_ratio`` the smallest machine's, and ``order_used`` the
-        highest order any machine used.
+        values are (likewise ``unconverged`` and ``ill_conditioned``), ``heldout_ratio``
+        the smallest machine's, and ``order_used`` the highest order any machine used.
         """
         tic = time.perf_counter()
         n = self.codes.shape[0]
         decisions = np.empty((n, len(self.problems)))
         fits, orders, notes = [], [], []
         degenerate, ratio, fit_seconds = False, np.inf, 0.0
+        unconverged = ill_conditioned = False
         for p, (problem, part) in enumerate(zip(self.problems, self._parts, strict=True)):
             extra = None
             if part["extra"] is not None and part["extra"][0].size:
@@ -113,6 +114,8 @@ class MulticlassCV:
             fits.append(ev.fit)
             orders.append(ev.order_used)
             degenerate |= ev.degenerate
+            unconverged |= ev.unconverged
+            ill_conditioned |= ev.ill_conditioned
             ratio = min(ratio, ev.heldout_ratio)
             fit_seconds += ev.fit_seconds
             notes.extend(f"machine {problem.label}: {note}" for note in ev.notes)
@@ -125,7 +128,8 @@ class MulticlassCV:
             cv_error=float(losses.mean()), fold_errors=per_fold, predictions=predicted,
             order_used=_highest_order(orders), degenerate=degenerate,
             heldout_ratio=float(ratio), fit_seconds=fit_seconds,
-            seconds=time.perf_counter() - tic, fit=fits, notes=notes)
+            seconds=time.perf_counter() - tic, fit=fits, notes=notes,
+            unconverged=unconverged, ill_conditioned=ill_conditioned)
         evaluation.decisions = decisions
         return evaluation
 

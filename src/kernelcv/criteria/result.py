@@ -53,6 +53,11 @@ class CVResult:
     unconverged : ``truncation_error`` is above the stated tolerance
         (:data:`kernelcv.criteria.truncation.TOLERANCE`: 0.01 of 0-1 error, 1 % of the
         MSE): the value is not trustworthy; use ``order="inf"`` or ``method="exact"``.
+    rounding_error : BIF (any order): the estimated change of ``cv_error`` from rounding
+        at tiny ``n lam`` (:mod:`kernelcv.criteria.conditioning`), in its units; None for
+        the other methods.
+    ill_conditioned : ``rounding_error`` is above the same tolerance: the value is not
+        trustworthy at any order; use ``method="exact"`` (accurate there) or a larger lam.
     """
 
     cv_error: float
@@ -74,6 +79,8 @@ class CVResult:
     labels: np.ndarray | None = field(default=None, repr=False)
     truncation_error: float | None = None
     unconverged: bool = False
+    rounding_error: float | None = None
+    ill_conditioned: bool = False
 
     def to_dict(self) -> dict:
         """JSON-serialisable summary (predictions left out)."""
@@ -97,6 +104,9 @@ class CVResult:
             "truncation_error": (None if self.truncation_error is None
                                  else float(self.truncation_error)),
             "unconverged": bool(self.unconverged),
+            "rounding_error": (None if self.rounding_error is None
+                               else float(self.rounding_error)),
+            "ill_conditioned": bool(self.ill_conditioned),
         }
 
 

@@ -88,8 +88,9 @@ def _record_problem(record, lam, n_samples, max_error) -> str | None:
     score = record["score"]
     if not _is_number(score) or math.isnan(score):
         return f"score is not a number ({score!r})"
-    if not isinstance(record["degenerate"], bool):
-        return f"degenerate is not true/false ({record['degenerate']!r})"
+    for flag in ("degenerate", "unconverged", "ill_conditioned"):  # the last two optional
+        if flag in record and not isinstance(record[flag], bool):
+            return f"{flag} is not true/false ({record[flag]!r})"
     seconds = record["seconds"]
     if not _is_number(seconds) or not 0 <= seconds < math.inf:
         return f"seconds = {seconds!r} is not a time"

@@ -54,6 +54,8 @@ def fold_losses(ev, y, folds, scoring: HeldoutScore | None) -> list[float]:
 def cv_record(ev, lam: float, folds, y=None, scoring: HeldoutScore | None = None) -> dict:
     """The JSON-able record of one :class:`~kernelcv.criteria.evaluate.Evaluation`.
 
+    ``unconverged`` and ``ill_conditioned`` are the BIF value's flags (truncation and
+    rounding error above tolerance; always False for the other criteria).
     With ``scoring`` the record's ``fold_errors`` and ``score`` are the negated per-fold
     scores and their mean (``cv_error`` stays the 0-1 error or MSE); ``y`` are the labels
     the held-out values are scored against.
@@ -65,6 +67,7 @@ def cv_record(ev, lam: float, folds, y=None, scoring: HeldoutScore | None = None
         "fold_sizes": [int(c) for c in np.bincount(folds)],
         "n_folds": int(folds.max()) + 1,
         "order_used": ev.order_used, "degenerate": bool(ev.degenerate),
+        "unconverged": bool(ev.unconverged), "ill_conditioned": bool(ev.ill_conditioned),
         "heldout_ratio": float(ev.heldout_ratio), "seconds": ev.seconds,
         "fit_seconds": ev.fit_seconds, "notes": list(ev.notes),
     }

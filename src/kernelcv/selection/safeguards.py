@@ -143,6 +143,28 @@ def none_finite(candidates) -> bool:
     return not any(np.isfinite(v) for v in values if v is not None)
 
 
+def flagged_counts(candidates) -> dict:
+    """How many candidates' BIF values are flagged: ``{"unconverged": k, "ill_conditioned":
+    m}`` (truncation, rounding error above tolerance; 0 for the other criteria)."""
+    return {flag: sum(bool(c.get(flag)) for c in candidates)
+            for flag in ("unconverged", "ill_conditioned")}
+
+
+def flagged_note(candidates) -> list[str]:
+    """One note saying how many candidates are flagged, or none."""
+    counts = flagged_counts(candidates)
+    if not any(counts.values()):
+        return []
+    parts = [f"{counts['unconverged']} unconverged (BIF series truncation above tolerance)"
+             if counts["unconverged"] else "",
+             f"{counts['ill_conditioned']} ill-conditioned (rounding at tiny n*lam above "
+             "tolerance)" if counts["ill_conditioned"] else ""]
+    return [f"{len(candidates)} candidates, BIF values flagged: "
+            + ", ".join(part for part in parts if part)
+            + "; their scores are not to be trusted, only exact_error is (candidates' "
+            "unconverged / ill_conditioned)"]
+
+
 NONE_FINITE_WARNING = (
     "every candidate's CV error is infinite or NaN, so none is better than another and the "
     "reported best is only the first in grid order: the computation overflowed (put X and "

@@ -35,6 +35,8 @@ from .safeguards import (
     NONE_FINITE_WARNING,
     candidate_error,
     choose,
+    flagged_counts,
+    flagged_note,
     none_finite,
     rank,
     run_safeguards,
@@ -123,6 +125,7 @@ class SearchResult:
             "folds": self.folds, "order": self.order, "best_index": self.best_index,
             "best_params": self.best_params, "best_score": self.best["score"],
             "best_cv_error": self.best_cv_error, "none_finite": none_finite(self.candidates),
+            "flagged": flagged_counts(self.candidates),
             "confirmed": self.confirmed, "rechecked": self.rechecked,
             "refined": self.refined, "grid_edges": self.grid_edges,
             "timings": self.timings, "notes": self.notes, "candidates": self.candidates,
@@ -263,6 +266,8 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
             candidates.append({"setting": index, **setting, "method": method.name,
                                "order": order, **record, "exact_error": None})
     for candidate in candidates:
+        for flag in ("unconverged", "ill_conditioned"):  # BIF's; other criteria: False
+            candidate.setdefault(flag, False)
         candidate["status"] = "exact" if method.exact else "approximate"
         if method.exact:
             candidate["exact_error"] = candidate_error(candidate, average)
@@ -288,6 +293,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
             memory_budget=budget)
         notes.extend(refine_notes)
     notes.extend(method.notes(candidates, best_index, n))
+    notes.extend(flagged_note(candidates))
     edges = grid_edges(candidates[best_index], settings, setting_lams, space.param_name)
     if not method.refines:  # the random-feature method words its own edge note
         notes.extend(edge_note(edges, candidates[best_index]))
