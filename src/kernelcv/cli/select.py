@@ -90,8 +90,11 @@ def add_arguments(parser):
         "grids (comma lists; 2^k powers; ranges like 2^-3..2^3)")
     widths = grid.add_mutually_exclusive_group()
     widths.add_argument("--gamma-grid", metavar="G",
-                        help="rbf/laplace gamma values (default gamma = 1/(2 sigma^2), "
-                             "sigma = 2^-10..2^10)")
+                        help="rbf/laplace gamma values; 'data' (default): the powers "
+                             "2^(2k+1) from the data's distances, without the kernels that "
+                             "are numerically the identity or near-constant (printed in a "
+                             "note; docs/grids.md); 'paper': the papers' gamma = "
+                             "1/(2 sigma^2), sigma = 2^-10..2^10")
     widths.add_argument("--sigma-grid", metavar="S",
                         help="rbf/laplace widths sigma, as gamma = 1/(2 sigma^2)")
     grid.add_argument("--degree-grid", metavar="D",
@@ -233,7 +236,9 @@ def run_command(args, parser):
     if args.gamma is not None and args.kernel in ("rbf", "laplace"):
         raise KernelCVError(f"--gamma fixes the gamma of the poly kernel; for the "
                             f"{args.kernel} kernel give --gamma-grid (or --sigma-grid)")
-    gammas = _grid(args.gamma_grid, "--gamma-grid", "gamma")
+    named = args.gamma_grid is not None and args.gamma_grid.strip() in ("data", "paper")
+    gammas = args.gamma_grid.strip() if named else _grid(args.gamma_grid, "--gamma-grid",
+                                                         "gamma")
     if args.sigma_grid is not None:
         gammas = [sigma_to_gamma(s) for s in _grid(args.sigma_grid, "--sigma-grid", "sigma")]
     degrees = _grid(args.degree_grid, "--degree-grid", "degree", integer=True)
