@@ -33,8 +33,8 @@ small scale) a value is added only while the median off-diagonal entry is at lea
 ``u / n``, below ``2^-21`` (unscaled features) only while the median entry is not within
 tau of 1 -- the median distance of an evenly spaced subsample of at most ``MEDIAN_ROWS``
 rows. (On LIBSVM's breast-cancer_scale, rows 1e-12 apart keep K off the identity up to
-``2^45``; the grid stops at ``2^19``.) Over ``MAX_VALUES`` lattice values (distances spanning many orders of magnitude: unscaled
-features, near-duplicate rows) the range is trimmed evenly at both ends, with a note.
+``2^45``; the grid stops at ``2^19``.) Over ``MAX_VALUES`` lattice values (distances
+spanning many orders of magnitude) the range is trimmed evenly at both ends, with a note.
 
 Cost: one pass over the pairwise distances in blocks of rows, O(n^2 d) time -- about one
 Gram matrix, where the search builds one per gamma -- and O(n b) memory for blocks of b
@@ -155,11 +155,12 @@ class GammaGrid:
     """A data-derived gamma grid and how it was derived (the report's ``grid`` entry).
 
     ``values`` ascending; ``d_min``, ``d_max``: the distances of the two rules (None and
-    0 when all rows are identical), ``d_median`` the subsample's median; ``identity_from``: the smallest lattice value whose Gram matrix
-    is numerically the identity (None when none is); ``constant_to``: gamma_C, the wide
-    end; ``dropped_identity`` / ``dropped_constant``: the papers' values left out at each
-    end; ``added``: values outside the papers' grid; ``trimmed``: lattice values cut to
-    keep ``MAX_VALUES``.
+    0 when all rows are identical), ``d_median`` the subsample's median;
+    ``identity_from``: the lattice value above the narrow end when its Gram matrix is
+    numerically the identity (else None: the end was capped or trimmed); ``constant_to``:
+    the wide end; ``dropped_identity`` / ``dropped_constant``: the papers' values left
+    out at each end; ``added``: values outside the papers' grid; ``trimmed``: lattice
+    values cut to keep ``MAX_VALUES``.
     """
 
     kernel: str
@@ -200,8 +201,10 @@ class GammaGrid:
                               "these machines with a 4x larger lam per factor 4")
         return {"gamma": reasons} if reasons else {}
 
-    def note(self) -> str:
-        """One line for the search's notes: the range, what was dropped and why."""
+    def note(self, hint: str = "--gamma-grid paper (gammas='paper') searches the papers' "
+             "grid") -> str:
+        """One line for the search's notes: the range, what was dropped and why, and
+        ``hint`` (how to get the papers' grid instead)."""
         paper = default_gammas()
         parts = [f"gamma grid from the data ({self.distance} distances {_num(self.d_min)}"
                  f"..{_num(self.d_max)}, {self.seconds:.2g} s): {_power(self.values[0])}.."
@@ -222,7 +225,7 @@ class GammaGrid:
         if self.trimmed:
             parts.append(f"{self.trimmed} trimmed at the ends (over {MAX_VALUES} values: "
                          "scaling the features (--scale standard) narrows the range)")
-        return "; ".join(parts) + "; --gamma-grid paper searches the papers' grid"
+        return "; ".join(parts + [hint])
 
 
 def data_gamma_grid(X, kernel: str) -> GammaGrid:
