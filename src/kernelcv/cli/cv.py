@@ -34,7 +34,7 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
            huber_width=0.01, epsilon=0.1, fit_intercept=None, multiclass="ovr",
            folds=DEFAULT_FOLDS,
            seed=DEFAULT_SEED, fold_ids=None, method="exact", order="inf",
-           memory_budget=None, scale="none", header="auto") -> dict:
+           memory_budget=None, scale="none", header="auto", target=None) -> dict:
     """Load a data file and estimate the cross-validation error of one kernel machine.
 
     Parameters
@@ -55,6 +55,8 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
         take part in it, as when a data set is scaled once with ``svm-scale``).
     header : {"auto", "yes", "no"}
         Whether a CSV file's first row is a header (:func:`kernelcv.datasets.load_data`).
+    target : str or None
+        A CSV file's target column: a header name or a number (1 = first, -1 = last).
 
     Returns
     -------
@@ -69,7 +71,7 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     KernelCVError
         For any problem with the files, the data or the settings.
     """
-    X, y = load_data(data, header)
+    X, y = load_data(data, header, target)
     scaling = fit_scaling(X, scale)
     X = apply_scaling(X, scaling)
     if fold_ids is not None:
@@ -182,7 +184,7 @@ def run_command(args, parser):
             folds=DEFAULT_FOLDS if args.folds is None else args.folds,
             seed=DEFAULT_SEED if args.seed is None else args.seed, fold_ids=args.fold_ids,
             method=args.method, order=args.order, memory_budget=args.memory_budget,
-            scale=args.scale, header=args.header)
+            scale=args.scale, header=args.header, target=args.target)
 
 
 def render(summary, args=None):

@@ -109,7 +109,7 @@ def run_command(args, parser):
         Cs=_grid(args.C, "--C", "C"), lams=_grid(args.lam_grid, "--lam-grid", "lam"),
         noise_var=_noise_var(args.noise_var), loo=not args.no_loo, out=args.out, plot=args.plot,
         kernels=kernels, similarities=similarities, memory_budget=args.memory_budget,
-        header=args.header)
+        header=args.header, target=args.target)
 
 
 def render(report, args=None):

@@ -40,8 +40,12 @@ def format_number(value, digits: int = 4) -> str:
 
 
 def add_header_argument(parser):
-    """``--header {auto,yes,no}``: whether a CSV file's first row is a header."""
+    """``--header {auto,yes,no}`` and ``--target COLUMN``: how a CSV file is read."""
     parser.add_argument("--header", choices=("auto", "yes", "no"), default="auto",
                         help="CSV files: is the first row a header? auto (default) decides "
                              "and says so in a note; an almost numeric first row is an "
                              "error, not a header")
+    parser.add_argument("--target", metavar="COLUMN",
+                        help="CSV files: the target column, a header name or a number (1 = "
+                             "first, -1 = last; default: the last); class labels may be "
+                             "text")

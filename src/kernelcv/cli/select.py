@@ -276,6 +276,7 @@ def run_command(args, parser):
             scheduler=args.scheduler, memory_budget=args.memory_budget, progress=progress,
             Cs=cs, screen=args.screen, scale=args.scale, header=args.header,
             argv=getattr(args, "_argv", None), save_model=args.save_model,
+            target=args.target,
             **feature_options)
     finally:
         progress.close()

@@ -75,7 +75,7 @@ def run_command(args, parser):
                     optimizer=args.optimizer, n_restarts=args.restarts,
                     max_iter=args.max_iter, seed=args.seed, folds=args.folds,
                     test=args.test, out=args.out, memory_budget=args.memory_budget,
-                    header=args.header)
+                    header=args.header, target=args.target)
 
 
 def render(report, args=None):
