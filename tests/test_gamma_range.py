@@ -179,5 +179,8 @@ def test_kernel_search_cv_default_grid_uses_the_pipeline_output():
     expected = data_gamma_grid(StandardScaler().fit_transform(X), "rbf")
     assert search.gamma_grid_["values"] == list(expected.values)
     assert sorted(set(search.cv_results_["param_gamma"])) == list(expected.values)
+    means = search.cv_results_["mean_test_score"]  # GridSearchCV's invariants hold
+    assert search.cv_results_["rank_test_score"][search.best_index_] == 1
+    assert search.best_score_ == means[search.best_index_] == np.nanmax(means)
     given = KernelSearchCV("lssvm", {"gamma": [0.1], "lam": [0.01]}, cv=4).fit(X, y)
     assert given.gamma_grid_ is None
