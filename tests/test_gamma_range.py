@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -129,7 +130,8 @@ def test_over_max_values_the_range_is_trimmed_evenly(monkeypatch):
 
 
 @pytest.mark.parametrize("name, machine, screen", [
-    ("breast_cancer", "lssvm", "coarse"), ("wine-std", "lssvm", "off"), ("diabetes", "krr", "coarse"),
+    ("breast_cancer", "lssvm", "coarse"), ("wine-std", "lssvm", "off"),
+    ("diabetes", "krr", "coarse"),
     ("breast_cancer-std", "l2svm", "halving"), ("heart_scale", "l2svm", "coarse"),
     ("sonar_scale", "lssvm", "off")])
 def test_new_default_chooses_as_well_as_the_papers_grid(name, machine, screen):
@@ -161,6 +163,10 @@ def test_report_grid_section_note_and_paper_option(tmp_path, capsys):
         reports[bool(option)] = json.loads(captured.out)
         if not option:
             assert "kernelcv: note: gamma grid from the data" in captured.err
+    schema = json.loads((Path(__file__).resolve().parents[1] / "docs" / "report.schema.json")
+                        .read_text())
+    for report in reports.values():
+        jsonschema.validate(report, schema)
     data, paper = reports[False]["grid"], reports[True]["grid"]
     assert data["source"] == "data" and paper["source"] == "paper"
     assert paper["values"] == default_gammas() and paper["data_range"] is None

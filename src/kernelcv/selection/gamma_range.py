@@ -155,7 +155,8 @@ class GammaGrid:
     """A data-derived gamma grid and how it was derived (the report's ``grid`` entry).
 
     ``values`` ascending; ``d_min``, ``d_max``: the distances of the two rules (None and
-    0 when all rows are identical), ``d_median`` the subsample's median;
+    0 when all rows are identical), ``d_median`` the subsample's median (None when the
+    range stays within the papers' and needs none);
     ``identity_from``: the lattice value above the narrow end when its Gram matrix is
     numerically the identity (else None: the end was capped or trimmed); ``constant_to``:
     the wide end; ``dropped_identity`` / ``dropped_constant``: the papers' values left
@@ -168,7 +169,7 @@ class GammaGrid:
     n_samples: int
     d_min: float | None
     d_max: float
-    d_median: float
+    d_median: float | None
     values: tuple
     identity_from: float | None
     constant_to: float
@@ -243,17 +244,19 @@ def data_gamma_grid(X, kernel: str) -> GammaGrid:
     paper = default_gammas()
     distance = _DISTANCE_NAMES[KERNEL_BASE[kernel]]
     if not math.isfinite(d_min) or d_max <= 0:
-        return GammaGrid(kernel, distance, n, None, d_max, 0.0, tuple(paper), None, paper[0],
+        return GammaGrid(kernel, distance, n, None, d_max, None, tuple(paper), None, paper[0],
                          (), (), (), 0, time.perf_counter() - tic)
-    d_median = median_distance(X, kernel)
     k_high = _last(lambda g: not is_identity(g, d_min, n),
                    _index_near(math.log(n / UNIT_ROUNDOFF) / d_min))
+    k_low = _last(lambda g: is_near_constant(g, d_max),
+                  _index_near(-math.log1p(-CONSTANT_TOLERANCE) / d_max))
+    # Only a range beyond the papers' ends needs the median (an O(m^2 d) subsample).
+    d_median = median_distance(X, kernel) if k_high > _PAPER_HIGH or k_low < _PAPER_LOW \
+        else None
     if k_high > _PAPER_HIGH and d_median > 0:  # beyond the papers' end: the median decides
         k_median = _last(lambda g: not is_identity(g, d_median, n),
                          _index_near(math.log(n / UNIT_ROUNDOFF) / d_median))
         k_high = min(k_high, max(_PAPER_HIGH, k_median))
-    k_low = _last(lambda g: is_near_constant(g, d_max),
-                  _index_near(-math.log1p(-CONSTANT_TOLERANCE) / d_max))
     if k_low < _PAPER_LOW and d_median > 0:  # below the papers' end: the median decides
         k_median = _last(lambda g: is_near_constant(g, d_median),
                          _index_near(-math.log1p(-CONSTANT_TOLERANCE) / d_median))
