@@ -149,7 +149,7 @@ def test_ridge_uses_the_estimators_model_with_a_free_intercept(tmp_path, capsys,
     data, X, y = _write_regression(tmp_path)
     lams = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]
     extra = [] if noise is None else ["--noise-var", noise]
-    code, out, err = _run([data, "--model", "ridge", "--lam-grid", ",".join(map(str, lams)),
+    code, out, err = _run([data, "--model", "ridge", "--alpha-grid", ",".join(map(str, lams)),
                            *extra, "--json"], capsys)
     assert code == 0, err
     report = json.loads(out)
@@ -161,7 +161,7 @@ def test_ridge_uses_the_estimators_model_with_a_free_intercept(tmp_path, capsys,
     assert report["noise_var"] == pytest.approx(est.noise_var_, rel=1e-12)
     # the intercept (mean 5) is free: at a huge lam the fit is the mean, not zero
     assert report["rss"][-1] < np.sum(y ** 2) / 4
-    code, out, err = _run([data, "--model", "ridge", "--lam-grid", "0.1,10"], capsys)
+    code, out, err = _run([data, "--model", "ridge", "--alpha-grid", "0.1,10"], capsys)
     assert code == 0 and "free intercept" in out
 
 
@@ -244,7 +244,7 @@ def test_report_json_is_strict_and_written_with_the_figure(tmp_path, capsys, mon
     monkeypatch.setattr(report_module, "ridge_path", with_non_finite)
     data, _, _ = _write_regression(tmp_path)
     out_dir = tmp_path / "out"
-    code, out, err = _run([data, "--model", "ridge", "--lam-grid", "0.1,1,10",
+    code, out, err = _run([data, "--model", "ridge", "--alpha-grid", "0.1,1,10",
                            "--out", out_dir, "--plot"], capsys)
     assert code == 0, err
 

@@ -45,7 +45,18 @@ def test_header_decision(tmp_path, caplog, first, header, n, decision):
         assert str(path) in caplog.records[0].getMessage()
 
 
-@pytest.mark.parametrize("first,column", [("1.5,l.2,1", 2), ("1,2,O", 3), ("x,3.5,1", 1)])
+def test_text_in_the_target_of_a_numeric_file_is_an_error(tmp_path):
+    """A typo in the first row's target ('O' for 0) is not a text label: the other
+    targets are numbers."""
+    path = _csv(tmp_path, "1,2,O")
+    for header in ("auto", "no"):
+        with pytest.raises(KernelCVError, match="line 1, column 3: the target 'O' is text "
+                                                "but 6 other targets are numbers"):
+            load_data(path, header=header)
+    assert load_data(path, header="yes")[0].shape == (6, 2)
+
+
+@pytest.mark.parametrize("first,column", [("1.5,l.2,1", 2), ("x,3.5,1", 1)])
 def test_almost_numeric_first_row_is_an_error(tmp_path, first, column):
     path = _csv(tmp_path, first)
     with pytest.raises(KernelCVError, match=f"line 1: the first row is almost numeric.*"

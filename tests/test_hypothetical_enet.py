@@ -164,7 +164,7 @@ def test_cli_module_runs_renders_and_writes(tmp_path):
     cli.add_arguments(parser)
     for argv in (["--model", "enet", "--mu-grid", "0.5,2,8", "--plot"],
                  ["--model", "svm", "--C", "0.1,1"],
-                 ["--model", "ridge", "--lam-grid", "0.1,1,10"]):
+                 ["--model", "ridge", "--alpha-grid", "0.1,1,10"]):
         report = cli.run_command(parser.parse_args([str(data), *argv,
                                                     "--out", str(tmp_path)]), parser)
         json.dumps(report)

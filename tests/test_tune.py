@@ -176,6 +176,17 @@ def test_cli_json_report(files, capsys, tmp_path):
     assert [p.name for p in out.iterdir()] == ["report.json"]
 
 
+def test_cli_rbf_is_the_gaussian_kernel(files, capsys):
+    """--kernels takes rbf, the other commands' name of the Gaussian kernel."""
+    reports = []
+    for name in ("rbf", "gaussian"):
+        assert main(["tune", str(files["train"]), *FAST_ARGS, "--kernels", name,
+                     "--json"]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    assert reports[0]["kernels"] == reports[1]["kernels"] == ["gaussian"]
+    assert reports[0]["cv_error"] == reports[1]["cv_error"]
+
+
 def test_cli_summary_with_ard(files, capsys):
     assert main(["tune", str(files["train"]), *FAST_ARGS, "--kernels", "gaussian",
                  "--ard", "--optimizer", "lbfgs"]) == 0
@@ -185,7 +196,7 @@ def test_cli_summary_with_ard(files, capsys):
 
 @pytest.mark.parametrize("extra, match", [
     (["--kernels", ","], "kernel list is empty"),
-    (["--kernels", "rbf"], "unknown kernel"),
+    (["--kernels", "cosine"], "unknown kernel"),
     (["--betas", "0,1"], "--betas"),
     (["--C", "0"], "C must be a positive"),
     (["--C", "-2"], "C must be a positive"),

@@ -10,10 +10,12 @@ Supported file formats (chosen by the file name's suffix):
     one-based, and shifted to zero-based, only if every file read together has a feature
     and no index 0); ``X`` stays a sparse CSR matrix (float64, 32-bit indices).
 ``.csv``, ``.csv.gz``
-    Comma-separated numbers, one sample per row, the **last column is the target**. A
-    header row is allowed: ``header="auto"`` (default) decides from the first row and
-    logs the decision, ``"yes"`` / ``"no"`` say it (see :mod:`kernelcv.csvdata`; a first
-    row that is "almost numeric" is an error under ``"auto"``, not a header).
+    Comma-separated numbers, one sample per row, the **last column is the target** unless
+    ``target`` names another (a header name or a column number, 1 = first, -1 = last);
+    targets may be text labels for classification. A header row is allowed:
+    ``header="auto"`` (default) decides from the first row and logs the decision,
+    ``"yes"`` / ``"no"`` say it (see :mod:`kernelcv.csvdata`; a first row that is
+    "almost numeric" is an error under ``"auto"``, not a header).
 ``.npz``
     A NumPy archive (:func:`numpy.savez`) holding the arrays ``X`` and ``y``.
 
@@ -61,7 +63,7 @@ SUPPORTED_FORMATS = (
 # --------------------------------------------------------------------------------------
 
 
-def load_data(path, header="auto"):
+def load_data(path, header="auto", target=None):
     """Load a data set from a file, choosing the format by the file name's suffix.
 
     Parameters
@@ -70,13 +72,17 @@ def load_data(path, header="auto"):
         File in one of the formats listed in the module docstring.
     header : {"auto", "yes", "no"}
         Whether the first row of a CSV file is a header (other formats ignore it).
+    target : str, int or None
+        CSV files: the target column, a header name or a column number (1 = first, -1 =
+        last; None: the last). Refused for the other formats, which store y apart.
 
     Returns
     -------
     X : scipy.sparse.csr_matrix or numpy.ndarray of float64, shape (n_samples, n_features)
         Sparse for svmlight files, dense for CSV and ``.npz``.
     y : numpy.ndarray, shape (n_samples,)
-        Labels or regression targets, as stored (no class mapping is done here).
+        Labels or regression targets, as stored (no class mapping is done here; a CSV
+        column of text labels is an array of strings).
 
     Raises
     ------
@@ -90,14 +96,17 @@ def load_data(path, header="auto"):
         raise KernelCVError(
             f"{path}: unknown data format {''.join(path.suffixes) or '(no suffix)'!r}; "
             f"supported: {SUPPORTED_FORMATS}")
+    if kind == "csv":
+        return _load_csv(path, header, target)
+    if target is not None:
+        raise KernelCVError(f"{path}: --target picks a column of a CSV file; {kind} files "
+                            "store the target apart from the features")
     if kind == "svmlight":
         return _load_svmlight(path)
-    if kind == "csv":
-        return _load_csv(path, header)
     return _load_npz(path)
 
 
-def load_train_test(train, test, header="auto"):
+def load_train_test(train, test, header="auto", target=None):
     """Load a training and a test file so that their feature columns agree.
 
     Two svmlight files are parsed **together** (as
@@ -117,8 +126,9 @@ def load_train_test(train, test, header="auto"):
         As :func:`load_data`, naming the offending file.
     """
     train, test = Path(train), Path(test)
-    if _format_of(train) != "svmlight" or _format_of(test) != "svmlight":
-        return (*load_data(train, header), *load_data(test, header))
+    if _format_of(train) != "svmlight" or _format_of(test) != "svmlight" \
+            or target is not None:
+        return (*load_data(train, header, target), *load_data(test, header, target))
     (X, y), (X_test, y_test) = parse_svmlight_files(
         [(train, _read_bytes(train)), (test, _read_bytes(test))])
     return X, y, X_test, y_test
@@ -251,8 +261,8 @@ def _load_svmlight(path):
     return X, y
 
 
-def _load_csv(path, header="auto"):
-    return parse_csv(path, _decode(path, _read_bytes(path), "CSV file"), header)
+def _load_csv(path, header="auto", target=None):
+    return parse_csv(path, _decode(path, _read_bytes(path), "CSV file"), header, target)
 
 
 def _load_npz(path):

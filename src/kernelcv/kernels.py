@@ -35,7 +35,8 @@ KERNELS = ("rbf", "laplace", "poly", "linear")
 DENSE_FROM = 0.1
 # Rows of a sparse matrix made dense at a time by inner_products (32 MiB of float64).
 _DENSE_BLOCK_ENTRIES = 2**22
-_BASE = {"rbf": "sqeuclidean", "laplace": "manhattan", "poly": "dot", "linear": "dot"}
+# The parameter-free matrix each kernel is a function of (see base_matrix).
+KERNEL_BASE = {"rbf": "sqeuclidean", "laplace": "manhattan", "poly": "dot", "linear": "dot"}
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,8 @@ class Kernel:
         return {"kernel": self.name, "gamma": self.gamma}
 
     def __call__(self, X, Y=None, memory_budget=None) -> np.ndarray:
-        return GramFactory(X, Y, base=_BASE[self.name], memory_budget=memory_budget).gram(self)
+        return GramFactory(X, Y, base=KERNEL_BASE[self.name],
+                           memory_budget=memory_budget).gram(self)
 
 
 def _as_float64(X, name):
@@ -176,6 +178,26 @@ def squared_distances(X, Y=None) -> np.ndarray:
     return D
 
 
+def base_matrix(kind: str, X, Y=None) -> np.ndarray:
+    """The parameter-free matrix of a kernel between float64 ``X`` and ``Y`` (None: X).
+
+    ``kind``: ``"sqeuclidean"`` (:func:`squared_distances`), ``"manhattan"`` (L1
+    distances, scikit-learn's ``manhattan_distances``) or ``"dot"`` (inner products).
+    :data:`KERNEL_BASE` names the kind of each kernel. Cost: O(n m d).
+    """
+    if kind == "sqeuclidean":
+        D = squared_distances(X, Y)
+    elif kind == "manhattan":
+        from sklearn.metrics.pairwise import manhattan_distances
+
+        D = manhattan_distances(X, Y)
+    elif kind == "dot":
+        D = inner_products(X, X if Y is None else Y)
+    else:
+        raise KernelCVError(f"unknown base matrix {kind!r}")
+    return np.asarray(D, dtype=np.float64)
+
+
 def _is_positive_finite(value) -> bool:
     try:
         return math.isfinite(float(value)) and float(value) > 0
@@ -220,23 +242,12 @@ class GramFactory:
 
     def _get_base(self, kind: str) -> np.ndarray:
         if kind not in self._base:
-            X, Y = self.X, None if self.symmetric else self.Y
-            if kind == "sqeuclidean":
-                D = squared_distances(X, Y)
-            elif kind == "manhattan":
-                from sklearn.metrics.pairwise import manhattan_distances
-
-                D = manhattan_distances(X, Y)
-            elif kind == "dot":
-                D = inner_products(X, self.Y)
-            else:  # pragma: no cover - internal misuse
-                raise ValueError(kind)
-            self._base[kind] = np.asarray(D, dtype=np.float64)
+            self._base[kind] = base_matrix(kind, self.X, None if self.symmetric else self.Y)
         return self._base[kind]
 
     def gram(self, kernel: Kernel) -> np.ndarray:
         """The Gram matrix ``k(X, Y)`` for ``kernel`` (a new array each call)."""
-        base = self._get_base(_BASE[kernel.name])
+        base = self._get_base(KERNEL_BASE[kernel.name])
         if kernel.name in ("rbf", "laplace"):
             gram = np.multiply(base, -kernel.gamma)
             return np.exp(gram, out=gram)

@@ -20,9 +20,15 @@ from ..criteria.truncation import UNCONVERGED
 from ..cv import METHODS, cross_validate
 from ..datasets import SUPPORTED_FORMATS, load_data, read_fold_ids
 from ..kernels import KERNELS
-from ..machines import CLASSIFIERS, MACHINES
+from ..machines import MACHINES
 from ..reports.scaling import SCALINGS, apply_scaling, fit_scaling, scaling_entry
-from .options import add_header_argument, budget_arg, format_number, order_arg
+from .options import (
+    add_header_argument,
+    add_machine_arguments,
+    budget_arg,
+    format_number,
+    order_arg,
+)
 
 __all__ = ["add_arguments", "problems", "render", "run_command", "run_cv"]
 
@@ -35,7 +41,7 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
            huber_width=0.01, epsilon=0.1, fit_intercept=None, multiclass="ovr",
            folds=DEFAULT_FOLDS,
            seed=DEFAULT_SEED, fold_ids=None, method="exact", order="inf",
-           memory_budget=None, scale="none", header="auto") -> dict:
+           memory_budget=None, scale="none", header="auto", target=None) -> dict:
     """Load a data file and estimate the cross-validation error of one kernel machine.
 
     Parameters
@@ -56,6 +62,8 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
         take part in it, as when a data set is scaled once with ``svm-scale``).
     header : {"auto", "yes", "no"}
         Whether a CSV file's first row is a header (:func:`kernelcv.datasets.load_data`).
+    target : str or None
+        A CSV file's target column: a header name or a number (1 = first, -1 = last).
 
     Returns
     -------
@@ -70,7 +78,7 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     KernelCVError
         For any problem with the files, the data or the settings.
     """
-    X, y = load_data(data, header)
+    X, y = load_data(data, header, target)
     scaling = fit_scaling(X, scale)
     X = apply_scaling(X, scaling)
     if fold_ids is not None:
@@ -111,38 +119,24 @@ def add_arguments(parser):
     parser.add_argument("data", metavar="DATA",
                         help=f"data file; formats: {SUPPORTED_FORMATS}")
     machine = parser.add_argument_group("machine and kernel")
-    machine.add_argument("--machine", required=True, choices=MACHINES,
-                         help=f"kernel machine (classifiers: {', '.join(CLASSIFIERS)})")
-    machine.add_argument("--kernel", default="rbf", choices=KERNELS,
-                         help="kernel function (default: %(default)s)")
+    add_machine_arguments(machine, MACHINES, KERNELS)
     machine.add_argument("--gamma", type=float, metavar="G",
-                         help="kernel width, required for rbf and laplace "
-                              "(rbf: exp(-G ||x - x'||^2))")
+                         help="the kernel's gamma: width of rbf and laplace (required "
+                              "there; rbf: exp(-G ||x - x'||^2)), scale of poly (default 1)")
     machine.add_argument("--lam", type=float, required=True, metavar="L",
                          help="regularisation of (1/n) sum loss + L ||f||^2")
     machine.add_argument("--degree", type=int, default=3, metavar="D",
                          help="degree of the poly kernel (default: %(default)s)")
     machine.add_argument("--coef0", type=float, default=1.0, metavar="C",
-                         help="constant of the poly kernel (default: %(default)s)")
-    machine.add_argument("--huber-width", type=float, default=0.01, metavar="H",
-                         help="smoothing width of svm and svr (default: %(default)s)")
-    machine.add_argument("--svr-epsilon", type=float, default=0.1, metavar="E",
-                         help="insensitivity of svr (default: %(default)s; the same option "
-                              "as in kernelcv select)")
+                         help="constant of the poly kernel (default 1)")
     machine.add_argument("--epsilon", type=float, help=argparse.SUPPRESS)
-    machine.add_argument("--no-intercept", action="store_true",
-                         help="fit lssvm, l2svm, svm or svr without their intercept (the "
-                              "papers' bias-free machines; krr never has one)")
-    machine.add_argument("--multiclass", choices=("ovo", "ovr"), default="ovr",
-                         help="more than two classes: one machine per class against the rest "
-                              "(ovr, default) or per pair of classes (ovo, as SVC)")
 
     folds = parser.add_argument_group("folds")
     source = folds.add_mutually_exclusive_group()
     source.add_argument("--folds", type=int, metavar="T",
                         help=f"number of shuffled (stratified) folds (default: {DEFAULT_FOLDS})")
     source.add_argument("--fold-ids", metavar="FILE",
-                        help="file with one integer fold id per line, one line per sample")
+                        help="file with one integer fold id per line, line i for sample i")
     folds.add_argument("--seed", type=int, metavar="S",
                        help=f"seed of the shuffled folds (default: {DEFAULT_SEED})")
 
@@ -184,7 +178,7 @@ def run_command(args, parser):
             folds=DEFAULT_FOLDS if args.folds is None else args.folds,
             seed=DEFAULT_SEED if args.seed is None else args.seed, fold_ids=args.fold_ids,
             method=args.method, order=args.order, memory_budget=args.memory_budget,
-            scale=args.scale, header=args.header)
+            scale=args.scale, header=args.header, target=args.target)
 
 
 def render(summary, args=None):

@@ -6,6 +6,8 @@ only turns options into its arguments and its report into text.
 
 from __future__ import annotations
 
+import argparse
+
 from ..exceptions import KernelCVError
 from ..reports.hypothetical import MODELS, run_hypothetical
 from ..selection.grids import parse_grid
@@ -22,7 +24,7 @@ def add_arguments(parser):
     """Declare the options of ``kernelcv hypothetical``."""
     parser.add_argument("data", metavar="DATA", help="training data file")
     parser.add_argument("--model", choices=MODELS, default="enet",
-                        help="ridge (lam path), svm (C values), enet (mu path, default) or "
+                        help="ridge (alpha path), svm (C values), enet (mu path, default) or "
                              "relevance (mu path over kernel similarities to the objects)")
     parser.add_argument("--mu-grid", metavar="M",
                         help="mu values >= 0 for enet/relevance (e.g. 0,2^-4..2^4)")
@@ -34,8 +36,15 @@ def add_arguments(parser):
     parser.add_argument("--similarity", metavar="FILES",
                         help="relevance: comma list of precomputed n x n .npy matrices")
     parser.add_argument("--C", default="1", metavar="C",
-                        help="C value(s), comma list (default 1; enet and relevance use the first)")
-    parser.add_argument("--lam-grid", metavar="L", help="lam values for ridge")
+                        help="cost C of the SVMs (larger C, less regularisation: ||a||^2 + "
+                             "C sum loss), comma list (default 1; enet and relevance use "
+                             "the first)")
+    parser.add_argument("--alpha-grid", metavar="A",
+                        help="ridge: penalties alpha of RSS + alpha ||w||^2 (scikit-learn's "
+                             "Ridge alpha; kernelcv select's mean-loss lam is alpha / n); "
+                             "default 1e-3..1e3")
+    # One meaning per option name: --lam-grid is the mean-loss lam of kernelcv select.
+    parser.add_argument("--lam-grid", help=argparse.SUPPRESS)
     parser.add_argument("--noise-var", metavar="S2",
                         help="s2 in the penalty 2 s2 d: a number > 0 or 'auto' (ridge: "
                              "Mallows' Cp, estimated from the least-squares residuals). "
@@ -103,13 +112,17 @@ def run_command(args, parser):
     """Turn the parsed options into a :func:`run_hypothetical` call."""
     if args.plot and args.out is None:
         parser.error("argument --plot: requires --out DIR")
+    if args.lam_grid is not None:
+        parser.error("argument --lam-grid: the ridge penalty here is --alpha-grid (RSS + "
+                     "alpha ||w||^2); --lam-grid is kernelcv select's mean-loss lam = "
+                     "alpha / n")
     kernels, similarities = _kernels(args)
     return run_hypothetical(
         args.data, model=args.model, mus=_mu_grid(args.mu_grid),
-        Cs=_grid(args.C, "--C", "C"), lams=_grid(args.lam_grid, "--lam-grid", "lam"),
+        Cs=_grid(args.C, "--C", "C"), lams=_grid(args.alpha_grid, "--alpha-grid", "alpha"),
         noise_var=_noise_var(args.noise_var), loo=not args.no_loo, out=args.out, plot=args.plot,
         kernels=kernels, similarities=similarities, memory_budget=args.memory_budget,
-        header=args.header)
+        header=args.header, target=args.target)
 
 
 def render(report, args=None):
@@ -118,9 +131,9 @@ def render(report, args=None):
              f"{report['n_features']} features)",
              f"model     {report['model']}  ({report['seconds']:.3g} s)"]
     if report["model"] == "ridge":
-        lines.append(f"best lam  {report['best_lam']:.4g}  (LOO: {report['best_lam_loo']:.4g}; "
+        lines.append(f"best alpha {report['best_lam']:.4g}  (LOO: {report['best_lam_loo']:.4g}; "
                      f"s2 {report['noise_var']:.4g}; free intercept)")
-        header, rows = ("lam", "criterion", "d", "LOO MSE", "GCV"), zip(
+        header, rows = ("alpha", "criterion", "d", "LOO MSE", "GCV"), zip(
             report["lams"], report["criterion"], report["effective_dimension"],
             report["loo_mse"], report["gcv"], strict=True)
     elif report["model"] == "svm":

@@ -39,9 +39,32 @@ def format_number(value, digits: int = 4) -> str:
     return str(value)
 
 
+def add_machine_arguments(group, machines, kernels):
+    """The machine options ``kernelcv cv`` and ``kernelcv select`` share, with one help:
+    ``--machine``, ``--kernel``, ``--huber-width``, ``--svr-epsilon``, ``--no-intercept``
+    and ``--multiclass``."""
+    group.add_argument("--machine", required=True, choices=machines,
+                       help="krr, lssvm, l2svm, svm (Huber hinge) or svr (Huber eps-SVR)")
+    group.add_argument("--kernel", default="rbf", choices=kernels, help="default: rbf")
+    group.add_argument("--huber-width", type=float, default=0.01, metavar="H",
+                       help="Huber band of svm/svr (default 0.01)")
+    group.add_argument("--svr-epsilon", type=float, default=0.1, metavar="E",
+                       help="insensitivity of svr (default 0.1)")
+    group.add_argument("--no-intercept", action="store_true",
+                       help="fit lssvm, l2svm, svm or svr without their intercept (the "
+                            "papers' bias-free machines; krr never has one)")
+    group.add_argument("--multiclass", choices=("ovo", "ovr"), default="ovr",
+                       help="more than two classes: one machine per class against the rest "
+                            "(ovr, default) or per pair of classes (ovo, as SVC)")
+
+
 def add_header_argument(parser):
-    """``--header {auto,yes,no}``: whether a CSV file's first row is a header."""
+    """``--header {auto,yes,no}`` and ``--target COLUMN``: how a CSV file is read."""
     parser.add_argument("--header", choices=("auto", "yes", "no"), default="auto",
                         help="CSV files: is the first row a header? auto (default) decides "
                              "and says so in a note; an almost numeric first row is an "
                              "error, not a header")
+    parser.add_argument("--target", metavar="COLUMN",
+                        help="CSV files: the target column, a header name or a number (1 = "
+                             "first, -1 = last; default: the last); class labels may be "
+                             "text")

@@ -19,7 +19,13 @@ from ..reports.select import run_select
 from ..selection.granularity import RULES
 from ..selection.grids import parse_grid, sigma_to_gamma
 from ..selection.search import METHODS
-from .options import add_header_argument, budget_arg, format_number, order_arg
+from .options import (
+    add_header_argument,
+    add_machine_arguments,
+    budget_arg,
+    format_number,
+    order_arg,
+)
 
 DEFAULT_TOP = 5
 
@@ -73,25 +79,16 @@ def add_arguments(parser):
     parser.add_argument("data", metavar="DATA",
                         help=f"training data file; formats: {SUPPORTED_FORMATS}")
     machine = parser.add_argument_group("machine and kernel")
-    machine.add_argument("--machine", required=True, choices=MACHINES,
-                         help="krr, lssvm, l2svm, svm (Huber hinge) or svr (Huber eps-SVR)")
-    machine.add_argument("--kernel", default="rbf", choices=KERNELS, help="default: rbf")
-    machine.add_argument("--huber-width", type=float, default=0.01, metavar="H",
-                         help="Huber band of svm/svr (default 0.01)")
-    machine.add_argument("--svr-epsilon", type=float, default=0.1, metavar="E",
-                         help="insensitivity of svr (default 0.1)")
-    machine.add_argument("--no-intercept", action="store_true",
-                         help="fit lssvm, l2svm, svm or svr without their intercept (the "
-                              "papers' bias-free machines; krr never has one)")
-    machine.add_argument("--multiclass", choices=("ovo", "ovr"), default="ovr",
-                         help="more than two classes: one machine per class against the rest "
-                              "(ovr, default) or per pair of classes (ovo, as SVC)")
+    add_machine_arguments(machine, MACHINES, KERNELS)
     grid = parser.add_argument_group(
         "grids (comma lists; 2^k powers; ranges like 2^-3..2^3)")
     widths = grid.add_mutually_exclusive_group()
     widths.add_argument("--gamma-grid", metavar="G",
-                        help="rbf/laplace gamma values (default gamma = 1/(2 sigma^2), "
-                             "sigma = 2^-10..2^10)")
+                        help="rbf/laplace gamma values; 'data' (default): the powers "
+                             "2^(2k+1) from the data's distances, without the kernels that "
+                             "are numerically the identity or near-constant (printed in a "
+                             "note; docs/grids.md); 'paper': the papers' gamma = "
+                             "1/(2 sigma^2), sigma = 2^-10..2^10")
     widths.add_argument("--sigma-grid", metavar="S",
                         help="rbf/laplace widths sigma, as gamma = 1/(2 sigma^2)")
     grid.add_argument("--degree-grid", metavar="D",
@@ -103,16 +100,17 @@ def add_arguments(parser):
                           help="SVC-style C values instead of lam: lam = 1/(2 n C) "
                                "(default with --method rff: 2^-5,2^-3..2^15)")
     grid.add_argument("--gamma", type=float, metavar="G",
-                      help="fixed gamma of the poly kernel (default 1)")
+                      help="the kernel's gamma, fixed: poly only (default 1); rbf and "
+                           "laplace search --gamma-grid")
     grid.add_argument("--coef0", type=float, default=1.0, metavar="C",
-                      help="fixed coef0 of the poly kernel (default 1)")
+                      help="constant of the poly kernel (default 1)")
     cv = parser.add_argument_group("cross-validation")
     source = cv.add_mutually_exclusive_group()
     source.add_argument("--folds", type=_folds_arg, default=10, metavar="T|auto",
                         help="number of folds (default 10), or 'auto' to choose t and the "
                              "BIF order from --epsilon")
     source.add_argument("--fold-ids", metavar="FILE",
-                        help="file with one fold id per training sample")
+                        help="file with one integer fold id per line, line i for sample i")
     cv.add_argument("--seed", type=int, metavar="S",
                     help="seed of the fold assignment and, with --method rff, of the "
                          "feature draw (default 0; with --fold-ids only the features)")
@@ -233,7 +231,9 @@ def run_command(args, parser):
     if args.gamma is not None and args.kernel in ("rbf", "laplace"):
         raise KernelCVError(f"--gamma fixes the gamma of the poly kernel; for the "
                             f"{args.kernel} kernel give --gamma-grid (or --sigma-grid)")
-    gammas = _grid(args.gamma_grid, "--gamma-grid", "gamma")
+    named = args.gamma_grid is not None and args.gamma_grid.strip() in ("data", "paper")
+    gammas = args.gamma_grid.strip() if named else _grid(args.gamma_grid, "--gamma-grid",
+                                                         "gamma")
     if args.sigma_grid is not None:
         gammas = [sigma_to_gamma(s) for s in _grid(args.sigma_grid, "--sigma-grid", "sigma")]
     degrees = _grid(args.degree_grid, "--degree-grid", "degree", integer=True)
@@ -271,6 +271,7 @@ def run_command(args, parser):
             scheduler=args.scheduler, memory_budget=args.memory_budget, progress=progress,
             Cs=cs, screen=args.screen, scale=args.scale, header=args.header,
             argv=getattr(args, "_argv", None), save_model=args.save_model,
+            target=args.target,
             **feature_options)
     finally:
         progress.close()

@@ -27,14 +27,16 @@ def add_arguments(parser):
                         help=f"training data (classification); formats: {SUPPORTED_FORMATS}")
     kern = parser.add_argument_group("kernels")
     kern.add_argument("--kernels", default="gaussian,laplace", metavar="LIST",
-                      help="comma list of gaussian, laplace (default: both)")
+                      help="comma list of gaussian (also called rbf, as in the other "
+                           "commands), laplace (default: both)")
     kern.add_argument("--betas", default="0.01,0.1,1,10,100", metavar="B",
                       help="widths of every kernel: exp(-||x-x'||^2/beta), "
                            "exp(-||x-x'||_1/beta) (default 0.01,0.1,1,10,100)")
     kern.add_argument("--ard", action="store_true",
                       help="add an ARD Gaussian kernel with one tuned width per feature")
     kern.add_argument("--C", type=float, default=1.0, dest="C",
-                      help="regularisation, H = K + I/C (default 1)")
+                      help="cost C of the LS-SVM (larger C, less regularisation): "
+                           "H = K + I/C (default 1)")
     kern.add_argument("--tune-C", action="store_true", help="tune C as well")
     kern.add_argument("--no-intercept", action="store_true", help="LS-SVM without bias")
     opt = parser.add_argument_group("optimiser")
@@ -46,7 +48,8 @@ def add_arguments(parser):
     opt.add_argument("--max-iter", type=int, default=100,
                      help="iterations per restart (default 100)")
     opt.add_argument("--multiclass", choices=("ovo", "ovr"), default="ovo",
-                     help="one-against-one (default, the paper's) or one-against-rest")
+                     help="one-against-one (ovo, default, the paper's) or one-against-rest "
+                          "(ovr)")
     opt.add_argument("--seed", type=int, default=0, help="seed of restarts and folds")
     out = parser.add_argument_group("evaluation and output")
     out.add_argument("--folds", type=int, default=10,
@@ -68,14 +71,15 @@ def run_command(args, parser):
         betas = parse_grid(args.betas, "beta")
     except KernelCVError as exc:
         raise KernelCVError(f"argument --betas: {exc}") from None
-    kernels = [k.strip() for k in args.kernels.split(",") if k.strip()]
+    kernels = [{"rbf": "gaussian"}.get(k.strip(), k.strip())
+               for k in args.kernels.split(",") if k.strip()]
     return run_tune(args.data, kernels=kernels, betas=betas, ard=args.ard, C=args.C,
                     tune_C=args.tune_C, gamma_s=args.gamma_s,
                     fit_intercept=not args.no_intercept, multiclass=args.multiclass,
                     optimizer=args.optimizer, n_restarts=args.restarts,
                     max_iter=args.max_iter, seed=args.seed, folds=args.folds,
                     test=args.test, out=args.out, memory_budget=args.memory_budget,
-                    header=args.header)
+                    header=args.header, target=args.target)
 
 
 def render(report, args=None):

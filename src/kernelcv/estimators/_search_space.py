@@ -17,12 +17,13 @@ training part of ``n - l_k`` samples.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import clone
+from sklearn.base import clone, is_classifier
 from sklearn.model_selection import ParameterGrid
 from sklearn.pipeline import Pipeline
 from sklearn.utils.multiclass import type_of_target
 
 from ..exceptions import KernelCVError
+from ..selection.gamma_range import GammaGrid, data_gamma_grid
 from ..validation import check_positive
 from ._classifiers import HuberSVMClassifier, L2SVMClassifier, LSSVMClassifier
 from ._regressors import HuberSVMRegressor, KernelRidgeRegressor
@@ -94,14 +95,33 @@ def _is_kernelcv(estimator) -> bool:
     return any(type(estimator) is cls for cls in ESTIMATORS.values())
 
 
-def grid_candidates(param_grid, prefix: str, n_samples: int, default_grid: dict):
+def default_grid(base, head, method, X, y) -> tuple[dict, GammaGrid | None]:
+    """The grid of a search without ``param_grid``: ``(grid, data-derived gamma grid)``.
+
+    For the rbf and laplace kernels and a method that builds Gram matrices, gamma comes
+    from the distances of the rows the machine sees (after ``head``, fitted on X here)
+    (:func:`~kernelcv.selection.gamma_range.data_gamma_grid`, O(n^2 d)); otherwise it is
+    the method's fixed grid. lam is ``2^i / n``, i = -3..11.
+    """
+    derived = None
+    gammas = method.default_gammas()
+    n = X.shape[0] if hasattr(X, "shape") else len(X)
+    if method.kernel_grid and base.kernel in ("rbf", "laplace"):
+        seen = X if head is None else clone(head).fit(X, y).transform(X)
+        seen = base._validate_fit_input(seen, y, y_numeric=not is_classifier(base))[0]
+        derived = data_gamma_grid(seen, base.kernel)
+        gammas = list(derived.values)
+    return {"gamma": gammas, "lam": method.default_lams(n)}, derived
+
+
+def grid_candidates(param_grid, prefix: str, n_samples: int, default: dict | None):
     """The user's candidates (ParameterGrid order) and their search parameters.
 
     Returns ``(params, search_params)``: ``params`` as given (what ``cv_results_`` and
     ``best_params_`` show), ``search_params`` with the prefix stripped and ``C``/``alpha``
     replaced by ``lam`` (see the module docstring).
     """
-    grid = default_grid if param_grid is None else param_grid
+    grid = default if param_grid is None else param_grid
     try:
         params = list(ParameterGrid(grid))
     except (TypeError, ValueError) as error:

@@ -33,10 +33,12 @@ from ..validation import make_folds, splitter_fold_ids
 from ._base import _resolve_gamma
 from ._search_refit import refit_search
 from ._search_results import cv_results
-from ._search_space import ESTIMATORS, grid_candidates, split_estimator
+from ._search_space import ESTIMATORS, default_grid, grid_candidates, split_estimator
 
 __all__ = ["ESTIMATORS", "KernelSearchCV"]
 _RFF_DEFAULTS = (30, "rff", None, "auto", "auto", 30)
+_PAPER_HINT = ("the papers' grid: param_grid={'gamma': kernelcv.selection.grids."
+               "default_gammas(), ...}")
 
 
 class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
@@ -64,8 +66,11 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         Keys among ``kernel``, ``gamma`` (numbers, ``"scale"`` or ``"auto"``), ``degree``,
         ``coef0`` and one of ``lam``, ``C`` (``lam = 1 / (2 n C)``, SVC's) or ``alpha``
         (``lam = alpha / n``, KernelRidge's), n the samples given to ``fit``; in a
-        Pipeline prefixed ``<last step>__``. Default: the method's grid (the papers':
-        ``gamma = 1/(2 sigma^2)``, ``sigma = 2^-10..2^10``, ``lam = 2^i/n``, i = -3..11).
+        Pipeline prefixed ``<last step>__``. Default: ``lam = 2^i/n``, i = -3..11, and
+        for the rbf and laplace kernels gamma from the data's distances: the powers
+        ``2^(2k+1)`` of the papers' grid without those whose kernel matrix is
+        numerically the identity or near-constant (``gamma_grid_``; docs/grids.md);
+        ``method="rff"`` and the poly kernel keep the method's fixed gamma grid.
     scoring : str, callable or None, default=None
         None: accuracy (classifiers) or negative MSE (regressors). The fast criteria
         compute ``"accuracy"``, ``"balanced_accuracy"``, ``"roc_auc"`` (two classes),
@@ -115,6 +120,9 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         GridSearchCV (``multimetric_`` is always False: one metric per search).
     search_ : the :class:`kernelcv.selection.search.SearchResult` (None on the
         fold-by-fold path).
+    gamma_grid_ : dict or None: how the default gamma grid was derived from the data
+        (:meth:`kernelcv.selection.gamma_range.GammaGrid.to_dict`); None with a
+        ``param_grid`` or without a data-derived default.
 
     Notes
     -----
@@ -231,9 +239,12 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                 "feature_loss": self.feature_loss,
                 "refine": refine_for_final(self.refine, self.final),
                 "refine_evals": self.refine_evals} if rff else {}))
-        params, search_params = grid_candidates(
-            self.param_grid, prefix, n,
-            {"gamma": method.default_gammas(), "lam": method.default_lams(n)})
+        default, derived = (None, None) if self.param_grid is not None else default_grid(
+            base, head, method, X, y)
+        self.gamma_grid_ = None if derived is None else derived.to_dict()
+        if derived is not None and self.verbose:
+            print(f"[KernelSearchCV] {derived.note(_PAPER_HINT)}", file=sys.stderr)
+        params, search_params = grid_candidates(self.param_grid, prefix, n, default)
         lams = [p.get("lam", base.lam) for p in search_params]
         if head is not None and self.method == "exact" or fold_by_fold:
             self._fit_fold_by_fold(head, base, prefix, params, search_params, lams, X, y,

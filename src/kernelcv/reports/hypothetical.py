@@ -40,7 +40,8 @@ FIGURE_NAME = "hypothetical.png"
 
 def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
                      noise_var=None, loo=True, out=None, plot=False,
-                     kernels=None, similarities=None, memory_budget=None, header="auto"):
+                     kernels=None, similarities=None, memory_budget=None, header="auto",
+                     target=None):
     """Load ``data`` and run the hypothetical criterion of ``model``.
 
     Parameters
@@ -65,6 +66,7 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
         paths) used instead of (or besides) ``kernels``
     memory_budget : the budget of the dense data (see :mod:`kernelcv.memory`)
     header : whether a CSV file's first row is a header (``"auto"``, ``"yes"``, ``"no"``)
+    target : a CSV file's target column (a header name or a number, 1 = first, -1 = last)
 
     Returns
     -------
@@ -88,7 +90,7 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
         X, y = data
         source = "<arrays>"
     else:
-        X, y = load_data(data, header)
+        X, y = load_data(data, header, target)
         source = os.fspath(data)
     X = np.asarray(dense_array(X, f"kernelcv hypothetical on {source}", memory_budget),
                    dtype=np.float64)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.1"  # 1.1: flagged, unconverged / ill_conditioned, the grid section
 # Keys of a candidate that identify it in a ``ranking`` row.
 _PARAMS = ("kernel", "gamma", "degree", "coef0", "lam", "C")
 

@@ -73,7 +73,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                memory_budget=None, progress=None, Cs=None, features=30, feature_map="rff",
                feature_loss=None, final="auto", refine="auto",
                refine_evals=30, screen="off", scale="none", header="auto", argv=None,
-               save_model=None) -> dict:
+               save_model=None, target=None) -> dict:
     """Select the kernel parameter and lam of a machine on a data file; optionally test.
 
     Parameters
@@ -107,7 +107,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         choice (exact refit CV, and the test data), and ``plot`` draws them
         (:mod:`kernelcv.reports.multiclass`).
     header : whether a CSV file's first row is a header (``"auto"``, ``"yes"``, ``"no"``;
-        :func:`kernelcv.datasets.load_data`), for the training and the test file.
+        :func:`kernelcv.datasets.load_data`), for the training and the test file;
+        ``target`` their target column (a header name or a number, 1 = first, -1 = last).
     Other parameters: as :func:`kernelcv.selection.search.grid_search`.
 
     Returns
@@ -137,13 +138,13 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         figure_class()  # fails now, with advice, if matplotlib is missing
     X_test = y_test = None
     if test is None:
-        X, y = load_data(data, header)
+        X, y = load_data(data, header, target)
     else:
         # Two svmlight files are read together and share the wider file's columns: columns
         # that are zero in the training data change no kernel kernelcv offers (rbf/laplace
         # distances and poly/linear inner products are sums over columns whose training
         # terms vanish), so the joint width is kept for every method.
-        X, y, X_test, y_test = load_train_test(data, test, header)
+        X, y, X_test, y_test = load_train_test(data, test, header, target)
         X_test = _match_features(X_test, X.shape[1], test)
         y_test = _check_test_data(X_test, y_test, X, y, machine, huber_width, svr_epsilon,
                                   fit_intercept, test)

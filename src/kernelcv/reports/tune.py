@@ -37,11 +37,12 @@ CV_PROTOCOL = ("tuned on all data, machine refit per fold (optimistic; the paper
 def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=False, C=1.0,
              tune_C=False, gamma_s=DEFAULT_GAMMA_S, fit_intercept=True, multiclass="ovo",
              optimizer="cg", n_restarts=3, max_iter=100, seed=0, folds=10, test=None,
-             out=None, memory_budget=None, header="auto") -> dict:
+             out=None, memory_budget=None, header="auto", target=None) -> dict:
     """Tune the LS-SVM kernel mixture on a data file; report LOO, t-fold CV and test error.
 
     ``header``: whether a CSV file's first row is a header (``"auto"``, ``"yes"``,
-    ``"no"``; :func:`kernelcv.datasets.load_data`).
+    ``"no"``; :func:`kernelcv.datasets.load_data`); ``target``: a CSV file's target column
+    (a header name or a number, 1 = first, -1 = last).
 
     Returns
     -------
@@ -63,7 +64,7 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
         n_restarts=n_restarts, max_iter=max_iter, random_state=seed,
         memory_budget=memory_budget)
     estimator._check_params()
-    X, y = _load(data, memory_budget=memory_budget, header=header)
+    X, y = _load(data, memory_budget=memory_budget, header=header, target=target)
     n = X.shape[0]
     classes, counts = np.unique(y, return_counts=True)
     if classes.size < 2:
@@ -84,7 +85,7 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
     X_test = y_test = None
     if test is not None:
         X_test, y_test = _load(test, n_features=X.shape[1], memory_budget=memory_budget,
-                                header=header)
+                                header=header, target=target)
         unknown = sorted({_plain(v) for v in np.unique(y_test)} - {_plain(c) for c in classes},
                          key=str)
         if unknown:
@@ -134,8 +135,8 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
     return report
 
 
-def _load(path, n_features=None, memory_budget=None, header="auto"):
-    X, y = load_data(path, header)
+def _load(path, n_features=None, memory_budget=None, header="auto", target=None):
+    X, y = load_data(path, header, target)
     svmlight = sp.issparse(X)
     if n_features is not None and X.shape[1] != n_features:
         d = X.shape[1]

@@ -47,15 +47,25 @@ def _edge(value, values):
     return None
 
 
-def edge_note(edges: dict, best: dict) -> list[str]:
-    """The note for :func:`grid_edges`'s answer (empty when the choice is inside)."""
+def edge_note(edges: dict, best: dict, reasons: dict | None = None) -> list[str]:
+    """The note for :func:`grid_edges`'s answer (empty when the choice is inside).
+
+    ``reasons``: ``{parameter: {end: why}}`` for grid ends that are ends for a reason (a
+    data-derived gamma grid, :meth:`GammaGrid.edge_reasons`); such an end gets the reason
+    instead of the advice to widen the grid.
+    """
     if not edges:
         return []
-    parts = []
+    parts, widen = [], False
     for name, end in edges.items():
         where = "smallest" if end == "low" else "largest"
+        why = (reasons or {}).get(name, {}).get(end)
+        if why:
+            parts.append(f"{name} = {best[name]:g} is the {where} of its grid ({why})")
+            continue
+        widen = True
         toward = _ADVICE.get(name, ("smaller values", "larger values"))[end == "high"]
         parts.append(f"{name} = {best[name]:g} is the {where} of its grid (widen it toward "
                      f"{toward})")
     return ["grid edge: the chosen " + "; ".join(parts)
-            + ": a better value may lie outside the grid"]
+            + (": a better value may lie outside the grid" if widen else "")]

@@ -11,31 +11,34 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..criteria.random_features import c_to_lam
 from ..exceptions import KernelCVError
 from ..kernels import KERNELS
-from .grids import check_grid, default_degrees
+from .gamma_range import GammaGrid, data_gamma_grid
+from .grids import check_grid, default_degrees, default_gammas
 
 AVERAGES = ("pooled", "folds")
+# Named default gamma grids: from the data's distances (the default) or the papers'.
+GAMMA_GRIDS = ("data", "paper")
 
 
-def kernel_settings(kernel, gammas=None, degrees=None, *, gamma=None, degree=3, coef0=1.0,
-                    default_gammas=None):
+def kernel_settings(kernel, gammas=None, degrees=None, *, gamma=None, degree=3, coef0=1.0):
     """The kernel settings of a grid and the name of the varied parameter.
 
-    rbf/laplace vary gamma (default grid: ``default_gammas``); poly varies the degree
-    (default 1..8) at a fixed ``gamma`` (default 1) and ``coef0``; linear has one setting.
+    rbf/laplace vary gamma (default: the papers' grid, :func:`default_gammas`); poly
+    varies the degree (default 1..8) at a fixed ``gamma`` (default 1) and ``coef0``;
+    linear has one setting.
     """
     if kernel not in KERNELS:
         raise KernelCVError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
     if kernel in ("rbf", "laplace"):
         if degrees is not None:
             raise KernelCVError(f"kernel {kernel!r} has no degree; give a gamma grid")
-        values = check_grid(default_gammas if gammas is None else gammas, "gamma")
+        values = check_grid(default_gammas() if gammas is None else gammas, "gamma")
         return [{"kernel": kernel, "gamma": g} for g in values], "gamma"
     if kernel == "poly":
         if gammas is not None:
@@ -59,8 +62,9 @@ class SearchSpace:
 
     Build it with :meth:`grid` (a product grid; defaults are the CV method's) or
     :meth:`explicit` (given settings with one lam list each, as ``KernelSearchCV`` does).
-    Default lam grids and C grids depend on the number of samples, so :meth:`resolve`
-    returns the settings with their lam lists once n is known.
+    A named gamma grid (``gamma_grid``: ``"data"`` or ``"paper"``) is filled in by
+    :meth:`with_data` once the data are known; default lam grids and C grids depend on
+    the number of samples, so :meth:`resolve` returns the lam lists once n is known.
     """
 
     kernel: str
@@ -69,19 +73,61 @@ class SearchSpace:
     lams: tuple | None = None
     Cs: tuple | None = None
     setting_lams: tuple | None = None
+    gamma_grid: str | None = None
 
     @classmethod
     def grid(cls, kernel="rbf", gammas=None, degrees=None, lams=None, *, gamma=None,
-             degree=3, coef0=1.0, Cs=None, default_gammas=None) -> SearchSpace:
-        """A product grid of kernel settings x lam (``Cs``: lam = 1 / (2 n C) instead)."""
+             degree=3, coef0=1.0, Cs=None) -> SearchSpace:
+        """A product grid of kernel settings x lam (``Cs``: lam = 1 / (2 n C) instead).
+
+        ``gammas`` (rbf/laplace): values, ``"data"`` (or None: the default grid from the
+        data's distances, :mod:`kernelcv.selection.gamma_range`, for the methods that
+        build Gram matrices) or ``"paper"`` (the method's fixed default grid).
+        """
+        named = None
+        if kernel in ("rbf", "laplace") and (gammas is None or isinstance(gammas, str)):
+            named = "data" if gammas is None else gammas
+            if named not in GAMMA_GRIDS:
+                raise KernelCVError(f"gamma grid must be numbers, 'data' or 'paper', got "
+                                    f"{gammas!r}")
+            gammas = [1.0]  # a placeholder, checked for the other arguments' sake
         settings, param_name = kernel_settings(kernel, gammas, degrees, gamma=gamma,
-                                               degree=degree, coef0=coef0,
-                                               default_gammas=default_gammas)
+                                               degree=degree, coef0=coef0)
         if Cs is not None and lams is not None:
             raise KernelCVError("give either a lam grid or a C grid, not both")
-        return cls(kernel=kernel, param_name=param_name, settings=tuple(settings),
+        return cls(kernel=kernel, param_name=param_name,
+                   settings=() if named else tuple(settings),
                    lams=None if lams is None else tuple(check_grid(lams, "lam")),
-                   Cs=None if Cs is None else tuple(check_grid(Cs, "C")))
+                   Cs=None if Cs is None else tuple(check_grid(Cs, "C")), gamma_grid=named)
+
+    def with_data(self, X, method) -> tuple[SearchSpace, GammaGrid | None, dict]:
+        """Fill in a named gamma grid: ``(space, data grid or None, the report's grid)``.
+
+        ``"data"`` is derived from X (:func:`data_gamma_grid`, O(n^2 d)) for methods that
+        build Gram matrices (``method.kernel_grid``); otherwise, and for ``"paper"``, the
+        method's :meth:`default_gammas`. The third item is the report's ``grid`` entry.
+        """
+        derived = None
+        space = self
+        if self.gamma_grid is not None:
+            if self.gamma_grid == "data" and method.kernel_grid:
+                derived = data_gamma_grid(X, self.kernel)
+                values = list(derived.values)
+            else:
+                values = check_grid(method.default_gammas(), "gamma")
+            space = replace(self, settings=tuple({"kernel": self.kernel, "gamma": g}
+                                                 for g in values), gamma_grid=None)
+        source = ("given" if self.gamma_grid is None else
+                  "data" if derived is not None else "paper")
+        lam_source = ("given" if self.lams is not None or self.setting_lams is not None
+                      else "C" if self.Cs is not None else "default")
+        entry = {"param_name": self.param_name,
+                 "source": source if self.param_name == "gamma" else None,
+                 "values": sorted({s[self.param_name] for s in space.settings
+                                   if self.param_name in s}) if self.param_name else [],
+                 "lam_source": lam_source,
+                 "data_range": None if derived is None else derived.to_dict()}
+        return space, derived, entry
 
     @classmethod
     def explicit(cls, kernel, settings, setting_lams) -> SearchSpace:

@@ -97,6 +97,7 @@ class SearchResult:
     machine_spec: Machine | None = field(default=None, repr=False)
     exact_heldout: dict = field(default_factory=dict, repr=False)
     grid_edges: dict = field(default_factory=dict)
+    grid: dict = field(default_factory=dict)
 
     @property
     def best(self) -> dict:
@@ -127,12 +128,10 @@ class SearchResult:
             "best_cv_error": self.best_cv_error, "none_finite": none_finite(self.candidates),
             "flagged": flagged_counts(self.candidates),
             "confirmed": self.confirmed, "rechecked": self.rechecked,
-            "refined": self.refined, "grid_edges": self.grid_edges,
+            "refined": self.refined, "grid_edges": self.grid_edges, "grid": self.grid,
             "timings": self.timings, "notes": self.notes, "candidates": self.candidates,
             **(self.criterion.report_entries(self.config) if self.criterion else {}),
         }
-
-
 
 
 def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
@@ -225,6 +224,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     if method.scoring is not None:
         method.scoring.check(machine.is_classifier, len(mapping) if mapping else None)
     method = method.bind(machine, space.kernel, random_state)
+    space, derived, grid_entry = space.with_data(X, method)
     n = y.shape[0]
     settings, setting_lams = space.resolve(n, method)
     fold_ids = make_folds(y, method.base_folds(folds, n), machine.is_classifier,
@@ -294,9 +294,11 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         notes.extend(refine_notes)
     notes.extend(method.notes(candidates, best_index, n))
     notes.extend(flagged_note(candidates))
+    notes.extend([derived.note()] if derived else [])
     edges = grid_edges(candidates[best_index], settings, setting_lams, space.param_name)
     if not method.refines:  # the random-feature method words its own edge note
-        notes.extend(edge_note(edges, candidates[best_index]))
+        notes.extend(edge_note(edges, candidates[best_index],
+                               derived.edge_reasons() if derived else None))
     if screening.enabled:
         grid_size = sum(len(lams) for lams in setting_lams)
         notes.extend(screen_notes)
@@ -320,9 +322,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
                  "total_seconds": time.perf_counter() - total_tic},
         label_mapping=mapping, notes=notes, config=config, fold_ids=fold_ids,
         feature_map=method.fitted_map(data), criterion=method, machine_spec=machine,
-        exact_heldout=heldout, grid_edges=edges)
-
-
+        exact_heldout=heldout, grid_edges=edges, grid=grid_entry)
 
 
 def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None, lams=None,
@@ -344,8 +344,11 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     X, y : training data (dense or sparse X; two classes for classifiers).
     machine : {"krr", "lssvm", "l2svm", "svm", "svr"}.
     kernel : {"rbf", "laplace", "poly", "linear"}.
-    gammas, degrees, lams : grids (defaults in :mod:`kernelcv.selection.grids`; lam's
-        default ``2^i / n``, i = -3..11).
+    gammas, degrees, lams : grids. ``gammas`` (rbf/laplace): values, ``"data"`` (None,
+        the default: the papers' lattice between the ends derived from the data's
+        distances, :mod:`kernelcv.selection.gamma_range`) or ``"paper"`` (the method's
+        fixed grid, :mod:`kernelcv.selection.grids`); lam's default ``2^i / n``, i =
+        -3..11.
     gamma, degree, coef0 : fixed kernel parameters not searched (poly's gamma and coef0).
     huber_width, svr_epsilon, fit_intercept : machine options (see :func:`make_machine`);
         ``fit_intercept`` None fits an intercept for lssvm, l2svm, svm and svr (krr is
@@ -436,7 +439,7 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
                           memory_budget=memory_budget)
     if settings is None:
         space = SearchSpace.grid(kernel, gammas, degrees, lams, gamma=gamma, degree=degree,
-                                 coef0=coef0, Cs=Cs, default_gammas=cv_method.default_gammas())
+                                 coef0=coef0, Cs=Cs)
     else:
         space = SearchSpace.explicit(kernel, settings, setting_lams)
     return run_search(X, y, machine_spec, cv_method, space,
