@@ -44,6 +44,16 @@ def _grid(text, option, name, integer=False):
         raise KernelCVError(f"argument {option}: {exc}") from None
 
 
+def _features_arg(text):
+    if text == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--features must be an integer >= 1 or 'auto', got {text!r}") from None
+
+
 def _folds_arg(text):
     if text == "auto":
         return "auto"
@@ -128,13 +138,21 @@ def add_arguments(parser):
     space = parser.add_argument_group(
         "random features (--method rff; default grids gamma = 2^-15,2^-13..2^9, "
         "C = 2^-5..2^15 step 2^2)")
-    space.add_argument("--features", type=int, metavar="D",
-                       help="number of random features (default 30)")
+    space.add_argument("--features", type=_features_arg, metavar="D|auto",
+                       help="number of random features, or auto (default): grow D by "
+                            "doubling from 64 until the choice is stable")
+    space.add_argument("--max-features", type=int, metavar="D",
+                       help="with --features auto: the largest D (default 2048)")
+    space.add_argument("--feature-time", type=float, metavar="SECONDS",
+                       help="with --features auto: time budget of the growth of D "
+                            "(default 60)")
     space.add_argument("--feature-map", choices=("rff", "nystroem"),
-                       help="random Fourier features (default) or Nystroem landmarks")
+                       help="random Fourier features or Nystroem landmarks (default: "
+                            "nystroem with --features auto, rff with a fixed D)")
     space.add_argument("--feature-loss", choices=("squared_hinge", "hinge", "square"),
-                       help="loss of the linear machine in feature space (default "
-                            "squared_hinge for svm/l2svm, square for krr/lssvm)")
+                       help="loss of the linear machine in feature space (default: square "
+                            "with --features auto; with a fixed D squared_hinge for "
+                            "svm/l2svm, square for krr/lssvm)")
     space.add_argument("--final", choices=("auto", "kernel", "linear"),
                        help="model behind the --test error: exact SVC/kernel fit at the "
                             "chosen values (kernel), the linear model in feature space "
@@ -241,6 +259,7 @@ def run_command(args, parser):
     cs = _grid(args.c_grid, "--C-grid", "C")
     feature_options = {"features": args.features, "feature_map": args.feature_map,
                        "feature_loss": args.feature_loss, "final": args.final,
+                       "max_features": args.max_features, "feature_time": args.feature_time,
                        "refine": {"on": True, "off": False}.get(args.refine, args.refine),
                        "refine_evals": args.refine_evals}
     if args.method != "rff":
@@ -251,7 +270,16 @@ def run_command(args, parser):
     if args.refine_evals is not None and args.refine_evals < 1:
         raise KernelCVError(f"argument --refine-evals: must be at least 1, got "
                             f"{args.refine_evals}")
-    if args.features is not None and args.features < 1:
+    if args.max_features is not None and args.max_features < 1:
+        raise KernelCVError(f"argument --max-features: must be at least 1, got "
+                            f"{args.max_features}")
+    if args.feature_time is not None and not args.feature_time > 0:
+        raise KernelCVError(f"argument --feature-time: must be positive, got "
+                            f"{args.feature_time}")
+    if args.features not in (None, "auto") and (args.max_features is not None
+                                                or args.feature_time is not None):
+        raise KernelCVError("--max-features and --feature-time belong to --features auto")
+    if args.features not in (None, "auto") and args.features < 1:
         raise KernelCVError(f"argument --features: the number of random features must be "
                             f"at least 1, got {args.features}")
     feature_options = {k: v for k, v in feature_options.items() if v is not None}
@@ -288,7 +316,8 @@ def render(report, args=None):
     method = report["method"]
     if method == "rff":
         space = report["feature_space"]
-        method += (f"  (D = {space['features']} {space['feature_map']} features, "
+        grown = " (adaptive)" if space.get("adaptive") else ""
+        method += (f"  (D = {space['features']}{grown} {space['feature_map']} features, "
                    f"seed {space['feature_seed']}, {space['feature_loss']} loss, memory ~"
                    f"{space['memory_estimate'] / 2**20:.3g} MiB)")
     if method == "bif":

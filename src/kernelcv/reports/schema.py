@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 # Keys of a candidate that identify it in a ``ranking`` row.
 _PARAMS = ("kernel", "gamma", "degree", "coef0", "lam", "C")
 

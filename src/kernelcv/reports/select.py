@@ -25,6 +25,7 @@ from ..machines.saved_model import check_model_path
 from ..machines.saved_model import save_model as save_model_file
 from ..plotting import cv_curve_figure, figure_class, heatmap_figure
 from ..selection.backends import run_tasks
+from ..selection.feature_growth import MAX_FEATURES, TIME_BUDGET
 from ..selection.final import check_final_kernel, fit_final
 from ..selection.methods import BIF
 from ..selection.refine import refine_for_final
@@ -69,10 +70,10 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                fit_intercept=None, multiclass="ovr", confirm=3, recheck_degenerate=True,
                seed=0, test=None,
                out=None, plot=False, checkpoint=None, n_jobs=1, scheduler=None,
-               memory_budget=None, progress=None, Cs=None, features=30, feature_map="rff",
+               memory_budget=None, progress=None, Cs=None, features="auto", feature_map=None,
                feature_loss=None, final="auto", refine="auto",
                refine_evals=30, screen="off", scale="none", header="auto", argv=None,
-               save_model=None) -> dict:
+               save_model=None, max_features=MAX_FEATURES, feature_time=TIME_BUDGET) -> dict:
     """Select the kernel parameter and lam of a machine on a data file; optionally test.
 
     Parameters
@@ -171,7 +172,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         scheduler=scheduler, checkpoint=checkpoint, progress=progress,
         memory_budget=memory_budget, Cs=Cs, features=features, feature_map=feature_map,
         feature_loss=feature_loss, feature_seed=feature_seed,
-        refine=refine_for_final(refine, final), refine_evals=refine_evals, screen=screen)
+        refine=refine_for_final(refine, final), refine_evals=refine_evals, screen=screen,
+        max_features=max_features, feature_time=feature_time)
     report = annotate(result.to_dict(), argv)
     report.update({"fit_intercept": result.machine_spec.fit_intercept, "screen": screen,
                    "scaling": scaling_entry(scaling),
