@@ -302,18 +302,38 @@ class LinearFeatureModel:
     feature_map : a fitted :class:`FeatureMap`.
     gamma, w, c : the kernel parameter and the linear model.
     classes : the two original labels ``(negative, positive)`` for a classifier, or None.
+
+    The model predicts through the map's :meth:`FeatureMap.kernel_columns` with
+    ``coef_on_columns`` (``w``, or Nystroem's ``P w``), row chunk by row chunk, so a test
+    set is never expanded to n x D at once.
     """
 
-    def __init__(self, feature_map, gamma, w, c, classes=None):
+    def __init__(self, feature_map, gamma, w, c, classes=None, coef_on_columns=None):
         self.feature_map = feature_map
         self.gamma = float(gamma)
         self.w = np.asarray(w, dtype=np.float64)
         self.c = float(c)
         self.classes = classes
+        if coef_on_columns is None:  # (given when a saved model is loaded)
+            projection = feature_map.projection(self.gamma)
+            coef_on_columns = self.w if projection is None else projection @ self.w
+        self.coef_on_columns = np.asarray(coef_on_columns, dtype=np.float64)
+
+    @property
+    def n_features(self) -> int:
+        """D, the number of features."""
+        return self.feature_map.n_features
 
     def decision_function(self, X) -> np.ndarray:
-        """``z(x).w + c`` for every row, O(nnz(X) D + n D)."""
-        return self.feature_map.transform(X, self.gamma) @ self.w + self.c
+        """``z(x).w + c`` for every row, O(nnz(X) D + n D), in row chunks."""
+        fmap = self.feature_map
+        step = fmap.chunk_rows or _chunk_rows(fmap.n_features)
+        out = np.empty(X.shape[0])
+        for start in range(0, X.shape[0], step):
+            rows = X[start:start + step]
+            out[start:start + step] = fmap.kernel_columns(fmap.base(rows), self.gamma) \
+                @ self.coef_on_columns
+        return out + self.c
 
     def predict(self, X) -> np.ndarray:
         """The original labels (f >= 0 gives the positive class), or f for regression."""

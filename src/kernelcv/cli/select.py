@@ -157,6 +157,12 @@ def add_arguments(parser):
                        help="model behind the --test error: exact SVC/kernel fit at the "
                             "chosen values (kernel), the linear model in feature space "
                             "(linear) or auto (kernel up to 100,000 samples; default)")
+    space.add_argument("--final-kernel-limit", type=int, metavar="N",
+                       help="--final auto: fit the exact kernel machine up to N samples, "
+                            "above that the choice in feature space (default 100000)")
+    space.add_argument("--final-features", type=int, metavar="D",
+                       help="features of a feature-space final model (default: twice the "
+                            "search's D)")
     space.add_argument("--refine", choices=("auto", "on", "off"),
                        help="walk the grid from the feature-space choice by exact refit CV "
                             "of the final SVC/kernel machine to a local minimum (auto: up "
@@ -196,9 +202,10 @@ def add_arguments(parser):
                         help="test data: report the test error of the refit best model")
     output.add_argument("--out", metavar="DIR", help="write report.json (and plots) here")
     output.add_argument("--save-model", metavar="FILE",
-                        help="save the refit choice (and the --scale fitted on the training "
-                             "data) as an .npz of arrays plus a JSON header; load it with "
-                             "kernelcv.load_model(FILE), which runs no code from the file")
+                        help="save the refit choice (with --method rff its final model; and "
+                             "the --scale fitted on the training data) as an .npz of arrays "
+                             "plus a JSON header; load it with kernelcv.load_model(FILE), "
+                             "which runs no code from the file")
     output.add_argument("--plot", action="store_true",
                         help="with --out: cv_heatmap.png and cv_curve.png")
     output.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
@@ -260,6 +267,8 @@ def run_command(args, parser):
     feature_options = {"features": args.features, "feature_map": args.feature_map,
                        "feature_loss": args.feature_loss, "final": args.final,
                        "max_features": args.max_features, "feature_time": args.feature_time,
+                       "final_kernel_limit": args.final_kernel_limit,
+                       "final_features": args.final_features,
                        "refine": {"on": True, "off": False}.get(args.refine, args.refine),
                        "refine_evals": args.refine_evals}
     if args.method != "rff":
@@ -270,9 +279,11 @@ def run_command(args, parser):
     if args.refine_evals is not None and args.refine_evals < 1:
         raise KernelCVError(f"argument --refine-evals: must be at least 1, got "
                             f"{args.refine_evals}")
-    if args.max_features is not None and args.max_features < 1:
-        raise KernelCVError(f"argument --max-features: must be at least 1, got "
-                            f"{args.max_features}")
+    for option, value in (("--final-kernel-limit", args.final_kernel_limit),
+                          ("--final-features", args.final_features),
+                          ("--max-features", args.max_features)):
+        if value is not None and value < 1:
+            raise KernelCVError(f"argument {option}: must be at least 1, got {value}")
     if args.feature_time is not None and not args.feature_time > 0:
         raise KernelCVError(f"argument --feature-time: must be positive, got "
                             f"{args.feature_time}")
@@ -350,7 +361,7 @@ def render(report, args=None):
         model = ""
         if report.get("final_model"):
             model = {"kernel": ", exact kernel fit", "linear": ", linear model in feature "
-                     "space"}[report["final_model"]]
+                     f"space, D = {report.get('final_features')}"}[report["final_model"]]
             rows.append(("final fit", _seconds(timings["final_seconds"])))
         rows.append(("test error", f"{_num(report['test_error'])}  ({metric}, "
                                    f"{report['test']}{model})"))

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
 from .random_features import PathCV
 
@@ -213,3 +214,22 @@ def path_from_errors(errors, counts, lams, seconds=None) -> PathCV:
     if seconds is None:
         seconds = np.zeros(lams.size)
     return PathCV(lams, fold_errors, counts, np.asarray(seconds, dtype=np.float64))
+
+
+def square_full_model(sums: FoldSums, lam, fit_intercept=True):
+    """``(w, c)`` of feature-space ridge on all rows from the summed chunks (any folds):
+    ``(A + n lam I) w = b`` with A, b centred by the means as in the module docstring,
+    ``c = ybar - mu.w``. Cost O(D^3) (a Cholesky factorisation; least squares if it
+    fails)."""
+    D = sums.total.shape[1]
+    G, s, r = sums.gram.sum(axis=0), sums.total.sum(axis=0), sums.zy.sum(axis=0)
+    n, u = int(sums.count.sum()), float(sums.ysum.sum())
+    mu, ybar = (s / n, u / n) if fit_intercept else (np.zeros(D), 0.0)
+    A = G - n * np.outer(mu, mu) + n * float(lam) * np.eye(D)
+    b = r - n * mu * ybar
+    A = (A + A.T) / 2.0
+    try:
+        w = cho_solve(cho_factor(A), b)
+    except LinAlgError:
+        w = np.linalg.lstsq(A, b, rcond=None)[0]
+    return w, ybar - float(mu @ w)
