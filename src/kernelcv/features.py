@@ -72,7 +72,7 @@ def map_memory(X, n_features: int, feature_map: str) -> int:
     """Bytes of the map's own storage: RFF's dense d x D draw; Nystroem's D landmark rows
     (dense, or about 12 bytes per stored value of sparse rows at X's mean density)."""
     n, d = X.shape
-    if feature_map == "nystroem" and sp.issparse(X):
+    if feature_map == "nystroem" and (sp.issparse(X) or getattr(X, "sparse", False)):
         return int(12 * n_features * (X.nnz / max(n, 1) + 1))
     return int(8 * d * n_features)
 

@@ -19,7 +19,7 @@ from ..reports.select import run_select
 from ..selection.granularity import RULES
 from ..selection.grids import parse_grid, sigma_to_gamma
 from ..selection.search import METHODS
-from .options import add_header_argument, budget_arg, format_number, order_arg
+from .options import add_header_argument, budget_arg, features_arg, format_number, order_arg
 
 DEFAULT_TOP = 5
 
@@ -42,16 +42,6 @@ def _grid(text, option, name, integer=False):
         return parse_grid(text, name, integer=integer)
     except KernelCVError as exc:
         raise KernelCVError(f"argument {option}: {exc}") from None
-
-
-def _features_arg(text):
-    if text == "auto":
-        return "auto"
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--features must be an integer >= 1 or 'auto', got {text!r}") from None
 
 
 def _folds_arg(text):
@@ -138,7 +128,7 @@ def add_arguments(parser):
     space = parser.add_argument_group(
         "random features (--method rff; default grids gamma = 2^-15,2^-13..2^9, "
         "C = 2^-5..2^15 step 2^2)")
-    space.add_argument("--features", type=_features_arg, metavar="D|auto",
+    space.add_argument("--features", type=features_arg, metavar="D|auto",
                        help="number of random features, or auto (default): grow D by "
                             "doubling from 64 until the choice is stable")
     space.add_argument("--max-features", type=int, metavar="D",
@@ -189,6 +179,10 @@ def add_arguments(parser):
                      help="Dask scheduler address, e.g. tcp://host:8786")
     run.add_argument("--checkpoint", metavar="FILE",
                      help="record finished kernel settings here; rerun to resume")
+    run.add_argument("--stream", action="store_true",
+                     help="--method rff: read the training (and test) file in row chunks, "
+                          "never whole (out of core); the final model is then fitted in "
+                          "feature space")
     run.add_argument("--memory-budget", type=budget_arg, metavar="BYTES",
                      help="memory the dense n x n matrices may use, e.g. 8G")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -309,7 +303,7 @@ def run_command(args, parser):
             out=args.out, plot=args.plot, checkpoint=args.checkpoint, n_jobs=args.n_jobs,
             scheduler=args.scheduler, memory_budget=args.memory_budget, progress=progress,
             Cs=cs, screen=args.screen, scale=args.scale, header=args.header,
-            argv=getattr(args, "_argv", None), save_model=args.save_model,
+            argv=getattr(args, "_argv", None), save_model=args.save_model, stream=args.stream,
             **feature_options)
     finally:
         progress.close()

@@ -36,6 +36,7 @@ from .io import check_writable_folder, jsonable, png, write_all
 from .multiclass import confusion_figures, multiclass_entry
 from .scaling import apply_scaling, fit_scaling, scaling_entry
 from .schema import annotate
+from .streamed import check_stream, open_streamed, streamed_test_error
 
 REPORT_NAME = "report.json"
 HEATMAP_NAME = "cv_heatmap.png"
@@ -74,7 +75,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                feature_loss=None, final="auto", refine="auto",
                refine_evals=30, screen="off", scale="none", header="auto", argv=None,
                save_model=None, max_features=MAX_FEATURES, feature_time=TIME_BUDGET,
-               final_kernel_limit=None, final_features=None) -> dict:
+               final_kernel_limit=None, final_features=None, stream=False) -> dict:
     """Select the kernel parameter and lam of a machine on a data file; optionally test.
 
     Parameters
@@ -103,6 +104,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     save_model : file to write the refit choice to, as :func:`kernelcv.load_model` reads
         it (:mod:`kernelcv.machines.saved_model`; no pickle); with ``method="rff"`` the
         final model (SVC as its kernel expansion, or the feature-space model).
+    stream : read the training (and test) file in row chunks, never whole
+        (:mod:`kernelcv.reports.streamed`; ``method="rff"`` only).
     argv : the command line, recorded as the report's ``argv`` (None from Python); the
         report's layout is :mod:`kernelcv.reports.schema` (``docs/report.schema.json``).
     multiclass : ``"ovo"`` or ``"ovr"`` for more than two classes; the report then has a
@@ -136,7 +139,11 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     if plot:
         figure_class()  # fails now, with advice, if matplotlib is missing
     X_test = y_test = None
-    if test is None:
+    if stream:
+        check_stream(method, scale, final, plot)
+        X, X_test = open_streamed(data, test, header)
+        y = X.labels()
+    elif test is None:
         X, y = load_data(data, header)
     else:
         # Two svmlight files are read together and share the wider file's columns: columns
@@ -199,8 +206,13 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         report["notes"].extend(notes)
     if test is not None and method == "rff":
         test_tic = time.perf_counter()
-        test_predicted = final_model.predict(X_test)
-        report["test_error"] = _prediction_error(test_predicted, y_test, result.metric)
+        if stream:
+            report["test_error"] = streamed_test_error(
+                final_model, X_test, X.n_dims, result.metric,
+                list(result.label_mapping.values()) if result.label_mapping else None)
+        else:
+            test_predicted = final_model.predict(X_test)
+            report["test_error"] = _prediction_error(test_predicted, y_test, result.metric)
         report["timings"]["test_seconds"] = time.perf_counter() - test_tic
     refit = None
     if test is not None and method != "rff":

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..criteria.feature_newton import squared_hinge_sums_path
 from ..criteria.feature_sums import (
     chunk_square_errors,
     chunk_square_sums,
@@ -203,6 +204,28 @@ def _sums_round(rows, fmap, settings, setting_lams, indices, method, n):
     return out
 
 
+def _newton_round(rows, fmap, settings, setting_lams, indices, method, n):
+    """Every setting of ``indices`` by the squared hinge's Newton sums (rows streamed)."""
+    D, t = fmap.n_features, rows.n_folds
+    chunk = chunk_rows_for(D, rows.source.row_bytes)
+    out = {}
+    for i in indices:
+        tic = time.perf_counter()
+        gamma, lams = settings[i]["gamma"], setting_lams[i]
+        models, unconverged = squared_hinge_sums_path(rows, fmap, gamma, lams, chunk,
+                                                      method.feature_intercept)
+        errors = rows.map_reduce(chunk_square_errors, chunk, fmap=fmap, gammas=[gamma],
+                                 coefs=[models.on_columns()], intercepts=[models.intercept],
+                                 n_folds=t, classifier=method.classifier)[0]
+        seconds = (time.perf_counter() - tic) / len(lams)
+        path = path_from_errors(errors, rows.fold_counts(), lams, np.full(len(lams), seconds))
+        if unconverged:
+            path.notes.append(f"{unconverged} of {len(lams) * t} squared_hinge fits stopped "
+                              "at the iteration limit")
+        out[i] = path_records(path, lams, n, D)
+    return out
+
+
 def _task_round(X, fmap, settings, setting_lams, indices, method, shared, execution):
     """Every setting of ``indices`` at this size as one task each (features in memory)."""
     data = {"map": fmap, "base": fmap.base(X)}
@@ -222,11 +245,18 @@ def grow_features(method, settings, setting_lams, rows, shared, execution, X=Non
 
     ``rows``: the training rows (:class:`~kernelcv.selection.rowmap.LocalRows`);
     ``shared``: the search's task arguments (for losses other than the square, whose
-    settings run as tasks on the features of ``X`` in memory).
+    settings run as tasks on the features of ``X`` in memory; without ``X``, the rows
+    are streamed and the squared hinge sums its Newton steps over them). A fixed D
+    (``method.features`` an integer, for streamed rows) is one size, drawn as the
+    in-memory search draws it.
     """
     n = rows.n_rows
-    sizes = feature_sizes(method.min_features, method.max_features, n)
-    draw = FeatureMap(method.feature_map, sizes[-1], method.feature_seed, nested=True)
+    if method.adaptive:
+        sizes = feature_sizes(method.min_features, method.max_features, n)
+    else:
+        sizes = [int(method.features)]
+    draw = FeatureMap(method.feature_map, sizes[-1], method.feature_seed,
+                      nested=method.adaptive)
     draw.draw(n, rows.n_dims)
     if draw.kind == "nystroem":
         draw.set_landmarks(rows.take(draw.landmark_rows_))
@@ -259,14 +289,20 @@ def grow_features(method, settings, setting_lams, rows, shared, execution, X=Non
         execution.report(f"features D={D}", 0, len(active))
         if method.feature_loss == "square":
             records = _sums_round(rows, fmap, settings, setting_lams, active, method, n)
+        elif X is None:
+            records = _newton_round(rows, fmap, settings, setting_lams, active, method, n)
         else:
             records = _task_round(X, fmap, settings, setting_lams, active, method, shared,
                                   execution)
         execution.report(f"features D={D}", len(active), len(active))
         per_setting.update(records)
         last_seconds, last_active = time.perf_counter() - round_tic, len(active)
-        setting, position, error, best, slack = choose_point(
-            per_setting, active, method.classifier, method.feature_tol)
+        if method.adaptive:
+            setting, position, error, best, slack = choose_point(
+                per_setting, active, method.classifier, method.feature_tol)
+        else:  # a fixed D chooses as the in-memory search: the best (ties: grid order)
+            (setting, position, error), slack = _best(per_setting, active), 0.0
+            best = error
         entry = {"features": D, "gammas": [settings[i]["gamma"] for i in active],
                  "gamma": settings[setting]["gamma"],
                  "lam": per_setting[setting][position]["lam"],

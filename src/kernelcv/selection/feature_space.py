@@ -31,7 +31,7 @@ from ..features import (
 from ..machines import Machine
 from ..memory import format_bytes
 from ..memory import memory_budget as memory_budget_bytes
-from ..rowchunks import ArraySource, chunk_rows_for, row_bytes
+from ..rowchunks import ArraySource, chunk_rows_for, is_row_source, row_bytes
 from .feature_growth import (
     MAX_FEATURES,
     START_FEATURES,
@@ -42,17 +42,20 @@ from .feature_growth import (
     sums_memory,
 )
 from .methods import CVMethod
-from .refine import REFINE_MAX_EVALS, check_refine, check_refine_memory
+from .refine import REFINE_MAX_EVALS, check_refine, check_refine_memory, refine_wanted
 from .rowmap import LocalRows
 
 # Machines a random-feature search supports, with their default loss in feature space
 # for a fixed D (the paper's protocol); the adaptive count uses the square loss.
 FEATURE_LOSSES = {"svm": "squared_hinge", "l2svm": "squared_hinge", "lssvm": "square",
                   "krr": "square"}
+# Bytes per streamed row held besides the chunks (measured with tracemalloc: 49).
+STREAMED_ROW_BYTES = 56
 # The default maps: Nystroem for the adaptive count, RFF (the paper's) for a fixed D.
 ADAPTIVE_MAP, FIXED_MAP = "nystroem", "rff"
 
-def edge_notes(candidates, best_index, features):
+def edge_notes(candidates, best_index, features,
+               more="e.g. --features 300 --feature-loss square"):
     """A warning when the random-feature choice lies on the edge of the grid.
 
     At the smallest gamma the feature-space CV is suspect (D features cannot resolve
@@ -75,8 +78,7 @@ def edge_notes(candidates, best_index, features):
             and best.get("status") != "refined"):
         return [f"{note}: with D = {features} features a nearly linear model (smallest "
                 "gamma) often wins because the features cannot resolve narrower kernels; "
-                "try more features (e.g. --features 300 --feature-loss square) before "
-                "trusting it"]
+                f"try more features ({more}) before trusting it"]
     checked = (" (by the exact refit CV of the refinement)"
                if best.get("status") == "refined" else "")
     return [f"{note}{checked}; consider extending the grid (the exact SVC fit at a large C "
@@ -261,26 +263,33 @@ class FeatureSpace(CVMethod):
         return self.features_used if self.adaptive else self.features
 
     def check_memory(self, X, n_samples, workers, memory_budget=None):
-        if not self.adaptive:
-            estimate = check_feature_memory(X, self.features, self.feature_map, workers,
-                                            memory_budget)
+        """The estimate of the search's peak memory, refused when over the budget.
+
+        In memory with a fixed D: the n x D features (:func:`check_feature_memory`).
+        With the sums (the square loss, or any loss on streamed rows): one chunk, the
+        fold sums of one setting, the map's own storage (at the first size of the
+        adaptive count), plus, for streamed rows, :data:`STREAMED_ROW_BYTES` per row (the
+        targets as read and as +-1, the int64 fold ids and their temporaries) and the
+        text block being parsed (:func:`~kernelcv.selection.feature_growth.sums_memory`).
+        """
+        streamed = is_row_source(X)
+        D = min(self.min_features, n_samples) if self.adaptive else self.features
+        if not streamed and (not self.adaptive or self.feature_loss != "square"):
+            estimate = check_feature_memory(X, D, self.feature_map, workers, memory_budget)
         else:
-            first = min(self.min_features, n_samples)
-            if self.feature_loss == "square":
-                estimate = sums_memory(first, 10, 1, chunk_rows_for(first, row_bytes(X)),
-                                       row_bytes(X), map_memory(X, first, self.feature_map))
-                limit = memory_budget_bytes(memory_budget)
-                if estimate > limit:
-                    hint = ("use --feature-map nystroem (D landmark rows, not a d x D "
-                            "draw) or " if self.feature_map == "rff" else "")
-                    raise KernelCVError(
-                        f"the adaptive rff search needs about {format_bytes(estimate)} at "
-                        f"its first size D = {first}, more than the memory budget "
-                        f"{format_bytes(limit)}; {hint}raise the budget with "
-                        "--memory-budget")
-            else:
-                estimate = check_feature_memory(X, first, self.feature_map, workers,
-                                                memory_budget)
+            estimate = sums_memory(D, 10, 1, chunk_rows_for(D, row_bytes(X)), row_bytes(X),
+                                   map_memory(X, D, self.feature_map))
+            if streamed:
+                estimate += STREAMED_ROW_BYTES * n_samples + getattr(X, "parse_bytes", 0)
+            limit = memory_budget_bytes(memory_budget)
+            if estimate > limit:
+                hint = ("use --feature-map nystroem (D landmark rows, not a d x D draw) or "
+                        if self.feature_map == "rff" else "")
+                raise KernelCVError(
+                    f"the rff search needs about {format_bytes(estimate)} at D = {D} "
+                    f"({'its first size' if self.adaptive else 'fixed'}), more than the "
+                    f"memory budget {format_bytes(limit)}; {hint}raise the budget with "
+                    "--memory-budget")
         check_refine_memory(self.refine, self.machine_name, n_samples, memory_budget)
         return estimate
 
@@ -302,24 +311,47 @@ class FeatureSpace(CVMethod):
         fold-out models see the inputs x (never the labels) of some held-out points
         through the map, an x-only leak that the report notes. Raises
         :class:`KernelCVError` when the base is not finite (data too large for the map).
-        With ``features="auto"`` nothing is prepared: the growth draws its own map.
+        With ``features="auto"`` or streamed rows nothing is prepared: the growth draws
+        its own map.
         """
-        if self.adaptive:
+        if self.adaptive or is_row_source(X):
             return {}
         with _feature_threads(X.shape[0], self.features):
             fmap = FeatureMap(self.feature_map, self.features, self.feature_seed).fit(X)
             return {"map": fmap, "base": fmap.base(X)}
 
     def search_grid(self, X, y, fold_ids, settings, setting_lams, shared, execution):
-        """With ``features="auto"``: the growth of D
-        (:func:`~kernelcv.selection.feature_growth.grow_features`); else None."""
-        if not self.adaptive:
+        """With ``features="auto"`` or streamed rows (X a row source of
+        :mod:`kernelcv.rowchunks`): the growth of D, or one size
+        (:func:`~kernelcv.selection.feature_growth.grow_features`); else None (the driver
+        evaluates the grid on the features in memory)."""
+        streamed = is_row_source(X)
+        if not (self.adaptive or streamed):
             return None
-        rows = LocalRows(ArraySource(X, y), y, fold_ids)
+        notes = []
+        if streamed:
+            self._check_streamed(y.shape[0], notes)
+        rows = LocalRows(X if streamed else ArraySource(X, y), y, fold_ids)
         with _feature_threads(y.shape[0], self.max_features):
-            growth = grow_features(self, settings, setting_lams, rows, shared, execution, X)
-        method = replace(self, features_used=growth.features, growth=growth)
-        return growth.per_setting, growth.choice, method, growth.notes
+            growth = grow_features(self, settings, setting_lams, rows, shared, execution,
+                                   None if streamed else X)
+        method = replace(self, features_used=growth.features, growth=growth,
+                         refine=False if streamed else self.refine)
+        return growth.per_setting, growth.choice, method, [*growth.notes, *notes]
+
+    def _check_streamed(self, n, notes):
+        """What a search on streamed rows cannot do: LIBLINEAR's hinge, the exact
+        refinement (both need the rows in memory)."""
+        if self.feature_loss == "hinge":
+            raise KernelCVError("the hinge loss runs LIBLINEAR on the features in memory; "
+                                "with rows read in chunks use feature_loss 'square' or "
+                                "'squared_hinge'")
+        if self.refine is True:
+            raise KernelCVError("the exact refinement refits kernel machines on the rows in "
+                                "memory; with rows read in chunks use refine 'auto' or off")
+        if refine_wanted(self.refine, n):
+            notes.append("not refined: the exact refinement needs the rows in memory, and "
+                         "they were read in chunks")
 
     def fitted_map(self, data):
         if self.growth is not None:
@@ -363,9 +395,11 @@ class FeatureSpace(CVMethod):
 
     def notes(self, candidates, best_index, n_samples):
         D = self.n_features or self.max_features
-        return [*edge_notes(candidates, best_index, D),
+        more = ("a larger --max-features or --feature-time" if self.adaptive
+                else "e.g. --features 300 --feature-loss square")
+        return [*edge_notes(candidates, best_index, D, more),
                 *feature_notes(D, self.feature_map, n_samples),
-                *growth_notes(self.growth)]
+                *growth_notes(self.growth if self.adaptive else None)]
 
 
 def growth_notes(growth) -> list[str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..criteria.feature_newton import squared_hinge_sums_path
 from ..criteria.feature_sums import chunk_square_sums, square_full_model
 from ..criteria.random_features import fit_linear
 from ..exceptions import KernelCVError
@@ -24,7 +25,7 @@ from ..features import FeatureMap, LinearFeatureModel
 from ..kernels import Kernel
 from ..machines.model import KernelModel
 from ..memory import check_dense_budget
-from ..rowchunks import ArraySource, chunk_rows_for
+from ..rowchunks import ArraySource, chunk_rows_for, is_row_source
 from ..validation import check_data
 from .rowmap import LocalRows
 
@@ -141,8 +142,17 @@ def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimat
     limit = FINAL_KERNEL_LIMIT if kernel_limit is None else int(kernel_limit)
     notes = []
     kind = final
-    if final == "auto":
-        kind = "kernel" if n <= limit and X is not None else "linear"
+    streamed = is_row_source(X)
+    if streamed and final == "kernel":
+        raise KernelCVError("the exact kernel machine is fitted on the rows in memory; rows "
+                            "read in chunks get the feature-space model (final 'linear')")
+    if final == "auto" and streamed:
+        kind = "linear"
+        notes.append("the rows were read in chunks: the chosen (gamma, C) was fitted in "
+                     f"feature space with D = {final_feature_count(result, n, final_features)}"
+                     " features (the exact kernel machine needs the rows in memory)")
+    elif final == "auto":
+        kind = "kernel" if n <= limit else "linear"
         if kind == "linear":
             notes.append(
                 f"n = {n} > {limit}: the exact kernel fit would cost O(n^2) time and cache "
@@ -191,19 +201,23 @@ def _fit_in_feature_space(X, y, result, gamma, lam, n_features, rows=None):
     space = result.criterion
     _, y_pm, mapping = _pm_labels(y, space.classifier)
     classes = (mapping[-1], mapping[1]) if mapping is not None else None
-    if rows is None:
-        rows = LocalRows(ArraySource(X, y_pm), y_pm, np.zeros(y.shape[0], dtype=np.intp))
+    if rows is None:  # one "fold" of all rows (the second, so that model 0 has them all)
+        source = X if is_row_source(X) else ArraySource(X, y_pm)
+        rows = LocalRows(source, y_pm, np.ones(y.shape[0], dtype=np.intp), n_folds=2)
     fmap = FeatureMap(space.feature_map, n_features, space.feature_seed, nested=True)
     fmap.draw(rows.n_rows, rows.n_dims)
     if fmap.kind == "nystroem":
         fmap.set_landmarks(rows.take(fmap.landmark_rows_))
+    chunk = chunk_rows_for(n_features, rows.source.row_bytes)
     if space.feature_loss == "square":
         projection = fmap.projection(gamma)
-        sums = rows.map_reduce(chunk_square_sums, chunk_rows_for(n_features,
-                                                                 rows.source.row_bytes),
-                               fmap=fmap, gammas=[gamma], projections=[projection],
-                               n_folds=rows.n_folds)[0]
+        sums = rows.map_reduce(chunk_square_sums, chunk, fmap=fmap, gammas=[gamma],
+                               projections=[projection], n_folds=rows.n_folds)[0]
         w, c = square_full_model(sums, lam, space.feature_intercept)
+    elif is_row_source(X) and space.feature_loss == "squared_hinge":
+        models, _ = squared_hinge_sums_path(rows, fmap, gamma, [lam], chunk,
+                                            space.feature_intercept)
+        w, c = models.coef[0, :, 0], float(models.intercept[0, 0])
     else:
         w, c = fit_linear(fmap.transform(X, gamma), y_pm, lam, space.feature_loss,
                           random_state=space.feature_seed,

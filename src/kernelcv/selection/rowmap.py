@@ -26,13 +26,14 @@ class LocalRows:
     fold_ids : (n,) fold ids 0..t-1.
     fold_major : read the rows of fold 0 first, then fold 1, ... (default: when the
         source is in memory, so each chunk holds one fold); else in stored order.
+    n_folds : t (default: the largest fold id + 1).
     """
 
-    def __init__(self, source, y, fold_ids, fold_major=None):
+    def __init__(self, source, y, fold_ids, fold_major=None, n_folds=None):
         self.source = source
         self.y = np.asarray(y, dtype=np.float64)
         self.fold_ids = np.asarray(fold_ids)
-        self.n_folds = int(self.fold_ids.max()) + 1
+        self.n_folds = int(self.fold_ids.max()) + 1 if n_folds is None else int(n_folds)
         self.fold_major = (getattr(source, "in_memory", True) if fold_major is None
                            else fold_major)
         self.passes = 0
@@ -44,6 +45,10 @@ class LocalRows:
     @property
     def n_dims(self) -> int:
         return self.source.n_dims
+
+    def fold_counts(self) -> np.ndarray:
+        """Rows per fold."""
+        return np.bincount(self.fold_ids, minlength=self.n_folds)
 
     def take(self, rows):
         """The given rows of X (Nystroem's landmarks)."""
