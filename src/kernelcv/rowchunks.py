@@ -12,6 +12,8 @@ that needs only sums over rows (the feature-space CV of
     archive member a chunk of rows at a time; ``y`` is read whole.
 :class:`~kernelcv.textchunks.SvmlightSource`, :class:`~kernelcv.textchunks.CsvSource`
     Text files parsed a block of lines at a time (:func:`open_rows` picks by suffix).
+:class:`DaskArraySource`
+    A ``dask.array`` X by row blocks (:func:`as_source` wraps one).
 
 Every source has ``is_row_source``, ``n_rows``, ``n_dims``, ``shape``, ``sparse``,
 ``row_bytes`` (bytes of one row in a chunk), ``in_memory`` (False: read in stored
@@ -34,8 +36,8 @@ from .datasets import file_format
 from .exceptions import KernelCVError
 from .textchunks import CsvSource, open_svmlight_files
 
-__all__ = ["ArraySource", "NpzSource", "chunk_rows_for", "is_row_source", "open_rows",
-           "row_bytes"]
+__all__ = ["ArraySource", "DaskArraySource", "NpzSource", "as_source", "chunk_rows_for",
+           "is_dask_array", "is_row_source", "open_rows", "row_bytes"]
 
 #: Bytes of chunk temporaries a pass aims at (per chunk: the rows and a few c x D arrays).
 CHUNK_BYTES = 32 * 2**20
@@ -239,3 +241,67 @@ def open_rows(path, header="auto"):
     if kind == "npz":
         return NpzSource(path)
     raise KernelCVError(f"{path}: unknown data format; supported: svmlight, CSV, npz")
+
+
+def is_dask_array(X) -> bool:
+    """Whether X looks like a 2-D ``dask.array.Array`` (duck-typed: dask is optional)."""
+    return hasattr(X, "to_delayed") and hasattr(X, "chunks") and getattr(X, "ndim", 0) == 2
+
+
+class DaskArraySource:
+    """A ``dask.array`` X (row blocks) with its targets: computed a block at a time here,
+    or kept on the cluster block by block (:mod:`kernelcv.selection.dask_rows`)."""
+
+    is_row_source = True
+    in_memory = False
+
+    def __init__(self, X, y):
+        self.X = X
+        y = y.compute() if hasattr(y, "compute") else y
+        self._y = np.asarray(y)
+        if self._y.ndim != 1 or self._y.shape[0] != X.shape[0]:
+            raise KernelCVError(f"X has {X.shape[0]} rows but y has shape {self._y.shape}")
+        self.sparse = False
+        self.path = "the dask array X"
+
+    n_rows = property(lambda self: int(self.X.shape[0]))
+    n_dims = property(lambda self: int(self.X.shape[1]))
+    shape = property(lambda self: (self.n_rows, self.n_dims))
+    row_bytes = property(lambda self: 8.0 * self.n_dims)
+
+    def labels(self) -> np.ndarray:
+        return self._y
+
+    def row_blocks(self):
+        """``(start, stop)`` of each row block."""
+        stops = np.cumsum(self.X.chunks[0])
+        return list(zip(np.concatenate([[0], stops[:-1]]).tolist(), stops.tolist(),
+                        strict=True))
+
+    def chunks(self, chunk_rows: int, rows=None):
+        if rows is not None:
+            raise KernelCVError("a dask array is read block by block, in order")
+        for start, stop in self.row_blocks():
+            block = np.asarray(self.X[start:stop].compute(), dtype=np.float64)
+            if not np.all(np.isfinite(block)):
+                raise KernelCVError(f"{self.path}: NaN or infinite values in the rows from "
+                                    f"{start}; remove or impute them first")
+            for a in range(0, stop - start, chunk_rows):
+                b = min(a + chunk_rows, stop - start)
+                yield np.arange(start + a, start + b), block[a:b], self._y[start + a:
+                                                                           start + b]
+
+    def take(self, rows):
+        rows = np.asarray(rows)
+        order = np.argsort(rows, kind="stable")
+        picked = np.asarray(self.X[rows[order]].compute(), dtype=np.float64)
+        out = np.empty_like(picked)
+        out[order] = picked
+        return out
+
+
+def as_source(X, y):
+    """``(X, y)``, with a dask array X made a :class:`DaskArraySource` (y then None)."""
+    if is_dask_array(X):
+        return DaskArraySource(X, y), None
+    return X, y

@@ -32,6 +32,7 @@ from ..machines import Machine
 from ..memory import format_bytes
 from ..memory import memory_budget as memory_budget_bytes
 from ..rowchunks import ArraySource, chunk_rows_for, is_row_source, row_bytes
+from .dask_rows import dask_rows
 from .feature_growth import (
     MAX_FEATURES,
     START_FEATURES,
@@ -321,31 +322,40 @@ class FeatureSpace(CVMethod):
             return {"map": fmap, "base": fmap.base(X)}
 
     def search_grid(self, X, y, fold_ids, settings, setting_lams, shared, execution):
-        """With ``features="auto"`` or streamed rows (X a row source of
-        :mod:`kernelcv.rowchunks`): the growth of D, or one size
-        (:func:`~kernelcv.selection.feature_growth.grow_features`); else None (the driver
-        evaluates the grid on the features in memory)."""
+        """With ``features="auto"``, streamed rows (X a row source of
+        :mod:`kernelcv.rowchunks`) or a Dask cluster (``scheduler`` or backend "dask": the
+        rows go to its workers by partitions, :mod:`kernelcv.selection.dask_rows`): the
+        growth of D, or one size (:func:`~kernelcv.selection.feature_growth.grow_features`);
+        else None (the driver evaluates the grid on the features in memory)."""
         streamed = is_row_source(X)
-        if not (self.adaptive or streamed):
+        cluster = execution.scheduler is not None or execution.backend == "dask"
+        if not (self.adaptive or streamed or cluster):
             return None
         notes = []
-        if streamed:
-            self._check_streamed(y.shape[0], notes)
-        rows = LocalRows(X if streamed else ArraySource(X, y), y, fold_ids)
+        if streamed or cluster:
+            self._check_streamed(y.shape[0], notes, streamed)
         with _feature_threads(y.shape[0], self.max_features):
-            growth = grow_features(self, settings, setting_lams, rows, shared, execution,
-                                   None if streamed else X)
+            if cluster:
+                with dask_rows(execution.scheduler, X, y, fold_ids) as rows:
+                    growth = grow_features(self, settings, setting_lams, rows, shared,
+                                           execution)
+            else:
+                rows = LocalRows(X if streamed else ArraySource(X, y), y, fold_ids)
+                growth = grow_features(self, settings, setting_lams, rows, shared,
+                                       execution, None if streamed else X)
         method = replace(self, features_used=growth.features, growth=growth,
                          refine=False if streamed else self.refine)
         return growth.per_setting, growth.choice, method, [*growth.notes, *notes]
 
-    def _check_streamed(self, n, notes):
-        """What a search on streamed rows cannot do: LIBLINEAR's hinge, the exact
-        refinement (both need the rows in memory)."""
+    def _check_streamed(self, n, notes, streamed=True):
+        """What a search on streamed rows (or rows on a cluster) cannot do: LIBLINEAR's
+        hinge, the exact refinement (both need the rows in memory)."""
         if self.feature_loss == "hinge":
             raise KernelCVError("the hinge loss runs LIBLINEAR on the features in memory; "
-                                "with rows read in chunks use feature_loss 'square' or "
-                                "'squared_hinge'")
+                                "with rows read in chunks or on a Dask cluster use "
+                                "feature_loss 'square' or 'squared_hinge'")
+        if not streamed:
+            return
         if self.refine is True:
             raise KernelCVError("the exact refinement refits kernel machines on the rows in "
                                 "memory; with rows read in chunks use refine 'auto' or off")

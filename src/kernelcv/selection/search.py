@@ -23,6 +23,7 @@ import numpy as np
 
 from ..exceptions import KernelCVError
 from ..machines import Machine, make_machine
+from ..rowchunks import as_source
 from ..validation import check_data, make_folds
 from .checkpoint import Checkpoint, fingerprint
 from .edges import edge_note, grid_edges
@@ -221,7 +222,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
                             "screen='off' there")
     if average not in AVERAGES:
         raise KernelCVError(f"average must be 'pooled' or 'folds', got {average!r}")
-    X, y, mapping = check_data(X, y, machine.is_classifier, multiclass=True)
+    X, y, mapping = check_data(*as_source(X, y), machine.is_classifier, multiclass=True)
     if machine.is_classifier and len(mapping) > 2:
         machine = replace(machine, n_classes=len(mapping))
     if method.scoring is not None:
@@ -389,10 +390,9 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     Cs : instead of ``lams``, SVC-style values C; ``lam = 1 / (2 n C)`` (divide
         ``0.5||w||^2 + C sum loss`` by ``n C`` to get the mean-loss form).
     features, feature_map, feature_loss, max_features, feature_time : ``rff`` only: D or
-        ``"auto"`` (grown up to ``max_features`` in ``feature_time`` s, with nystroem
-        features and the square loss by default: :mod:`kernelcv.selection.feature_growth`);
-        with a fixed D, ``"rff"`` features and ``"squared_hinge"`` for svm/l2svm (``"hinge"``
-        runs LIBLINEAR's L1-loss SVM as in the paper, slowly at large C), else ``"square"``.
+        ``"auto"`` (:mod:`kernelcv.selection.feature_growth`: nystroem, square loss); a
+        fixed D defaults to ``"rff"`` and ``"squared_hinge"`` for svm/l2svm, else
+        ``"square"`` (``"hinge"``: LIBLINEAR's L1-loss SVM as in the paper, slow at large C).
         The feature-space model has a free intercept exactly when the machine has one
         (none for krr; svm needs one: its refits and final fit are SVC's).
     feature_seed : ``rff`` only: seed of the feature draw (default: ``random_state`` when
