@@ -112,12 +112,18 @@ def test_rff_checkpoint_resumes(capsys, files, tmp_path):
     paths, _, _ = files
     checkpoint = tmp_path / "ck.jsonl"
     first = _report(capsys, paths["train"], "--machine", "svm", "--method", "rff", *GRID,
-                    "--checkpoint", checkpoint)
+                    "--features", "30", "--checkpoint", checkpoint)
     assert len(checkpoint.read_text().splitlines()) == 1 + 3
     second = _report(capsys, paths["train"], "--machine", "svm", "--method", "rff", *GRID,
-                     "--checkpoint", checkpoint)
+                     "--features", "30", "--checkpoint", checkpoint)
     assert [c["score"] for c in second["candidates"]] == \
         [c["score"] for c in first["candidates"]]
+    # the adaptive feature count (the default) changes its grid with D: refused up front
+    other = tmp_path / "auto.jsonl"
+    code, _, err = _run(capsys, "select", paths["train"], "--machine", "svm", "--method",
+                        "rff", *GRID, "--checkpoint", other)
+    assert code == 2 and "--features D" in err
+    assert not other.exists()
 
 
 @pytest.mark.parametrize(("options", "expected"), [

@@ -11,6 +11,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "kernelcv"
 LAYERS = {
     "exceptions": 0, "memory": 0, "_threads": 0,
     "validation": 1, "datasets": 1, "svmlight": 1, "csvdata": 1, "_synthetic": 1,
+    "rowchunks": 1, "textchunks": 1,
     "kernels": 2, "features": 2,
     "machines": 3,
     "criteria": 4, "hypothetical": 4,

@@ -270,7 +270,14 @@ def test_huge_sparse_dimension_refused_for_rff_but_nystroem_works():
                       shape=(n, d))
     y = np.where(first < 25, 1.0, -1.0)
     with pytest.raises(KernelCVError, match="nystroem"):
-        grid_search(X, y, "svm", method="rff", folds=3, memory_budget="200M")
+        grid_search(X, y, "svm", method="rff", folds=3, features=20, memory_budget="200M")
+    with pytest.raises(KernelCVError, match="D = 64 .its first size"):  # adaptive RFF: d x 64
+        grid_search(X, y, "svm", method="rff", folds=3, feature_map="rff",
+                    memory_budget="200M")
+    # the adaptive default (Nystroem) keeps only landmark rows
+    adaptive = grid_search(X, y, "svm", method="rff", folds=3, gammas=[0.5], Cs=[1.0],
+                           memory_budget="200M", refine=False)
+    assert adaptive.best["cv_error"] < 0.5
     result = grid_search(X, y, "svm", method="rff", folds=3, feature_map="nystroem",
                          features=20, gammas=[0.5], Cs=[1.0], memory_budget="200M")
     assert result.best["cv_error"] < 0.5

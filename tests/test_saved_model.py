@@ -154,10 +154,6 @@ def test_save_model_bad_paths_fail_before_the_search(capsys, data, tmp_path):
                      "--save-model", str(target), "--no-progress"])
         err = capsys.readouterr().err
         assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
-    code = main(["select", str(data / "bin.svm"), "--machine", "l2svm", "--method", "rff",
-                 "--save-model", str(tmp_path / "m.npz"), "--no-progress"])
-    err = capsys.readouterr().err
-    assert code == 2 and "--method rff" in err and not (tmp_path / "m.npz").exists()
 
 
 def test_sparse_input_with_fewer_trailing_columns_is_padded(tmp_path):

@@ -42,6 +42,7 @@ from .validation import as_2d_float
 __all__ = [
     "HEADERS",
     "SUPPORTED_FORMATS",
+    "file_format",
     "load_data",
     "load_demo_data",
     "load_train_test",
@@ -184,6 +185,12 @@ def read_fold_ids(path, n_samples):
 # --------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------
+
+
+def file_format(path):
+    """``"svmlight"``, ``"csv"``, ``"npz"`` or None, from the file name (as :func:`load_data`
+    chooses)."""
+    return _format_of(Path(path))
 
 
 def _format_of(path):

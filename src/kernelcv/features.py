@@ -18,6 +18,11 @@ Nystroem (Williams & Seeger)
     each gamma costs an elementwise exponential, one ``eigh`` of D x D and an O(n D^2)
     product.
 
+Nested draws (``nested=True``, used by the adaptive feature count): the features of a
+smaller D are the first D of a larger draw (:meth:`FeatureMap.prefix`): RFF draws each
+feature's d normals and its phase from two independent streams, feature after feature;
+Nystroem keeps its landmarks in draw order, not sorted.
+
 Rows are processed in chunks of ``chunk_rows`` (default: about 8 MiB of temporaries), so
 the peak memory is the n x D output plus the n x D base, plus the d x D draw (RFF) or the
 D landmark rows (Nystroem). Sparse CSR input is supported by both maps: RFF multiplies the
@@ -58,15 +63,18 @@ def feature_memory(X, n_features: int, feature_map: str, copies: float = 4.0,
     Nystroem's D landmark rows (dense: D d values; sparse CSR: about 12 bytes per stored
     value, at the data's mean row density).
     """
-    n, d = X.shape
-    if feature_map == "rff":
-        own = 8 * d * n_features
-    elif sp.issparse(X):
-        own = 12 * n_features * (X.nnz / max(n, 1) + 1)
-    else:
-        own = 8 * d * n_features
+    n = X.shape[0]
     square = 8 * 4 * (n_features + 1) ** 2 * max(int(workers), 1)
-    return int(8 * copies * n * n_features + square + own)
+    return int(8 * copies * n * n_features + square + map_memory(X, n_features, feature_map))
+
+
+def map_memory(X, n_features: int, feature_map: str) -> int:
+    """Bytes of the map's own storage: RFF's dense d x D draw; Nystroem's D landmark rows
+    (dense, or about 12 bytes per stored value of sparse rows at X's mean density)."""
+    n, d = X.shape
+    if feature_map == "nystroem" and (sp.issparse(X) or getattr(X, "sparse", False)):
+        return int(12 * n_features * (X.nnz / max(n, 1) + 1))
+    return int(8 * d * n_features)
 
 
 def check_feature_memory(X, n_features, feature_map, workers=1, budget=None) -> int:
@@ -115,7 +123,8 @@ class FeatureMap:
     data and :meth:`features` for the features of one gamma.
     """
 
-    def __init__(self, kind="rff", n_features=30, random_state=0, chunk_rows=None):
+    def __init__(self, kind="rff", n_features=30, random_state=0, chunk_rows=None,
+                 nested=False):
         if kind not in MAPS:
             raise KernelCVError(f"unknown feature map {kind!r}; choose one of "
                                 f"{', '.join(MAPS)}")
@@ -123,25 +132,75 @@ class FeatureMap:
         self.n_features = check_n_features(n_features)
         self.random_state = random_state
         self.chunk_rows = chunk_rows
+        self.nested = bool(nested)
 
     def fit(self, X):
         """Draw the map for data with X's dimension (Nystroem: sample landmarks from X)."""
-        rng = np.random.default_rng(self.random_state)
-        n, d = X.shape
-        D = self.n_features
-        self.n_dims_ = d
-        if self.kind == "rff":
-            self.W0_ = rng.standard_normal((d, D))
-            self.b_ = rng.uniform(-np.pi, np.pi, D)
-        else:
-            if D > n:
-                raise KernelCVError(f"Nystroem needs D <= n landmarks; got D = {D} for "
-                                    f"{n} samples")
-            rows = np.sort(rng.choice(n, size=D, replace=False))
-            self.landmarks_ = X[rows]
-            self.landmark_rows_ = rows
-            self.landmark_sq_ = _row_sq(self.landmarks_)
+        self.draw(*X.shape)
+        if self.kind == "nystroem":
+            self.set_landmarks(X[self.landmark_rows_])
         return self
+
+    def draw(self, n_rows: int, n_dims: int):
+        """The random part of the map for n_rows x n_dims data, without the data.
+
+        RFF: the d x D normals ``W0_`` and the phases ``b_``. Nystroem: the landmark row
+        indices ``landmark_rows_`` (sorted, or in draw order when ``nested``); the rows
+        themselves are given to :meth:`set_landmarks` (a streaming reader fetches them).
+        """
+        D = self.n_features
+        self.n_dims_ = int(n_dims)
+        if self.kind == "rff":
+            if self.nested:
+                normals, phases = (np.random.default_rng(s) for s in
+                                   np.random.SeedSequence(self.random_state).spawn(2))
+                self.W0_ = normals.standard_normal((D, n_dims)).T
+                self.b_ = phases.uniform(-np.pi, np.pi, D)
+            else:
+                rng = np.random.default_rng(self.random_state)
+                self.W0_ = rng.standard_normal((n_dims, D))
+                self.b_ = rng.uniform(-np.pi, np.pi, D)
+            return self
+        if D > n_rows:
+            raise KernelCVError(f"Nystroem needs D <= n landmarks; got D = {D} for "
+                                f"{n_rows} samples")
+        rows = np.random.default_rng(self.random_state).choice(n_rows, size=D, replace=False)
+        self.landmark_rows_ = rows if self.nested else np.sort(rows)
+        return self
+
+    def set_landmarks(self, rows):
+        """The landmark rows (Nystroem), in the order of ``landmark_rows_``."""
+        self.landmarks_ = rows
+        self.landmark_sq_ = _row_sq(rows)
+        return self
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the fitted map's own arrays (RFF's draw, Nystroem's landmark rows)."""
+        if self.kind == "rff":
+            return int(self.W0_.nbytes + self.b_.nbytes)
+        L = self.landmarks_
+        own = L.data.nbytes + L.indices.nbytes + L.indptr.nbytes if sp.issparse(L) \
+            else L.nbytes
+        return int(own + self.landmark_sq_.nbytes)
+
+    def prefix(self, n_features: int) -> FeatureMap:
+        """The fitted map of the first ``n_features`` features of this (nested) draw.
+
+        Cost O(d D') (a copy of the first D' columns or landmark rows).
+        """
+        D = check_n_features(n_features)
+        if D > self.n_features:
+            raise KernelCVError(f"a prefix of {D} features of a draw of {self.n_features}")
+        out = FeatureMap(self.kind, D, self.random_state, self.chunk_rows, self.nested)
+        out.n_dims_ = self.n_dims_
+        if self.kind == "rff":
+            out.W0_ = np.ascontiguousarray(self.W0_[:, :D])
+            out.b_ = self.b_[:D].copy()
+        else:
+            out.landmark_rows_ = self.landmark_rows_[:D].copy()
+            out.set_landmarks(self.landmarks_[:D])
+        return out
 
     def base(self, X) -> np.ndarray:
         """The gamma-free n x D base: ``X W0`` (RFF) or ``||x - l||^2`` (Nystroem).
@@ -160,18 +219,20 @@ class FeatureMap:
                 if self.kind == "rff":
                     out[start:start + step] = np.asarray(rows @ self.W0_)
                 else:
-                    cross = np.asarray((rows @ self.landmarks_.T).todense()) if sp.issparse(
-                        rows) else rows @ self.landmarks_.T
+                    cross = _dense(rows @ self.landmarks_.T)
                     block = _row_sq(rows)[:, None] - 2.0 * cross + self.landmark_sq_[None, :]
                     out[start:start + step] = np.maximum(block, 0.0)
         check_finite_features(out, "the feature base")
         return out
 
-    def features(self, base: np.ndarray, gamma: float, out=None) -> np.ndarray:
+    def features(self, base: np.ndarray, gamma: float, out=None,
+                 projection=None) -> np.ndarray:
         """Features of one gamma from the base, O(n D) (Nystroem: plus O(D^3 + n D^2)).
 
         RFF: ``sqrt(2/D) cos(sqrt(2 gamma) base + b)``. Nystroem:
-        ``exp(-gamma base) U Lambda^{-1/2}`` with ``K_LL = U Lambda U^T``.
+        ``exp(-gamma base) U Lambda^{-1/2}`` with ``K_LL = U Lambda U^T``
+        (``projection``: that D x D matrix from :meth:`projection`, to compute it once
+        for many row chunks).
         """
         n, D = base.shape
         step = self.chunk_rows or _chunk_rows(D)
@@ -185,17 +246,29 @@ class FeatureMap:
                 np.cos(block, out=block)
                 block *= np.sqrt(2.0 / D)
             return out
-        projection = self._nystroem_projection(gamma)
+        if projection is None:
+            projection = self.projection(gamma)
         out = np.empty((n, D)) if out is None else out
         for start in range(0, n, step):
             out[start:start + step] = np.exp(-gamma * base[start:start + step]) @ projection
         return out
 
+    def kernel_columns(self, base: np.ndarray, gamma: float) -> np.ndarray:
+        """The features before Nystroem's projection, O(n D): RFF's features themselves,
+        Nystroem's kernel values ``k(x, l) = exp(-gamma ||x - l||^2)`` (times
+        :meth:`projection` they are the features)."""
+        if self.kind == "rff":
+            return self.features(base, gamma)
+        return np.exp(-gamma * base)
+
     def transform(self, X, gamma: float) -> np.ndarray:
         """Features of X at gamma (base and features in one call)."""
         return self.features(self.base(X), gamma)
 
-    def _nystroem_projection(self, gamma):
+    def projection(self, gamma):
+        """Nystroem's ``U Lambda^{-1/2}`` at gamma (D x D; None for RFF), O(D^2 d + D^3)."""
+        if self.kind == "rff":
+            return None
         L = self.landmarks_
         with np.errstate(over="ignore", invalid="ignore"):
             d2 = _row_sq(L)[:, None] - 2.0 * _dense(L @ L.T) + self.landmark_sq_[None, :]
@@ -229,18 +302,38 @@ class LinearFeatureModel:
     feature_map : a fitted :class:`FeatureMap`.
     gamma, w, c : the kernel parameter and the linear model.
     classes : the two original labels ``(negative, positive)`` for a classifier, or None.
+
+    The model predicts through the map's :meth:`FeatureMap.kernel_columns` with
+    ``coef_on_columns`` (``w``, or Nystroem's ``P w``), row chunk by row chunk, so a test
+    set is never expanded to n x D at once.
     """
 
-    def __init__(self, feature_map, gamma, w, c, classes=None):
+    def __init__(self, feature_map, gamma, w, c, classes=None, coef_on_columns=None):
         self.feature_map = feature_map
         self.gamma = float(gamma)
         self.w = np.asarray(w, dtype=np.float64)
         self.c = float(c)
         self.classes = classes
+        if coef_on_columns is None:  # (given when a saved model is loaded)
+            projection = feature_map.projection(self.gamma)
+            coef_on_columns = self.w if projection is None else projection @ self.w
+        self.coef_on_columns = np.asarray(coef_on_columns, dtype=np.float64)
+
+    @property
+    def n_features(self) -> int:
+        """D, the number of features."""
+        return self.feature_map.n_features
 
     def decision_function(self, X) -> np.ndarray:
-        """``z(x).w + c`` for every row, O(nnz(X) D + n D)."""
-        return self.feature_map.transform(X, self.gamma) @ self.w + self.c
+        """``z(x).w + c`` for every row, O(nnz(X) D + n D), in row chunks."""
+        fmap = self.feature_map
+        step = fmap.chunk_rows or _chunk_rows(fmap.n_features)
+        out = np.empty(X.shape[0])
+        for start in range(0, X.shape[0], step):
+            rows = X[start:start + step]
+            out[start:start + step] = fmap.kernel_columns(fmap.base(rows), self.gamma) \
+                @ self.coef_on_columns
+        return out + self.c
 
     def predict(self, X) -> np.ndarray:
         """The original labels (f >= 0 gives the positive class), or f for regression."""

@@ -63,6 +63,25 @@ def parse_svmlight_files(named_blobs):
     return out
 
 
+def parse_svmlight_block(path, text, first_line=1):
+    """Labels, values, int64 indices (as written) and row pointers of whole svmlight
+    lines ``text`` (a block of a file read in pieces; ``first_line`` is the file's line
+    number of its first line, for the error message). Checks as
+    :func:`parse_svmlight_files`, per line; the zero-/one-based shift is the caller's."""
+    try:
+        y, values, indices, counts = _svmlight_chunk(text)
+    except (ValueError, OverflowError):
+        raise _explain_svmlight(path, text, first_line) from None
+    indptr = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    follows = np.ones(indices.size, dtype=bool)
+    follows[indptr[:-1][counts > 0]] = False
+    if (indices.size and (indices.min() < 0 or indices.max() > _SVM_MAX_INDEX)
+            or np.any(np.diff(indices)[follows[1:]] <= 0)):
+        raise _explain_svmlight(path, text, first_line)
+    return y, values, indices, indptr
+
+
 def _svmlight_arrays(path, data):
     """Labels, values, int64 indices (as written) and row pointers of one svmlight file.
 
@@ -147,10 +166,11 @@ def _drop_qid(rest):
     return features[0] if features else b""
 
 
-def _explain_svmlight(path, data):
+def _explain_svmlight(path, data, first_line=1):
     """The one-line error for the first malformed line (a line-by-line rescan)."""
     where = _first_bad_svmlight_line(data)
-    detail = f"line {where[0]}: {where[1]}" if where else "unreadable content"
+    detail = f"line {where[0] + first_line - 1}: {where[1]}" if where else \
+        "unreadable content"
     return KernelCVError(
         f"{path}: not a valid svmlight/LIBSVM file ({detail}); expected lines like "
         "'label index:value index:value ...' with increasing indices")

@@ -19,6 +19,9 @@ from .exceptions import KernelCVError
 def check_data(X, y, classifier: bool, multiclass: bool = False):
     """Validate ``X`` (dense or sparse, finite) and ``y`` (finite, same length).
 
+    ``X`` may be a row source (:mod:`kernelcv.rowchunks`: its values are checked as its
+    chunks are read; ``y`` None takes its targets); it is returned unchanged.
+
     For a classifier, two classes are mapped to -1/+1 (the smaller label to -1); with
     ``multiclass`` true, k > 2 classes are mapped to codes ``0..k-1`` in sorted order
     (without it, more than two classes are refused).
@@ -30,9 +33,14 @@ def check_data(X, y, classifier: bool, multiclass: bool = False):
     label_mapping : dict or None
         ``{-1: original, +1: original}`` for two classes, ``{code: original}`` for more.
     """
+    streamed = bool(getattr(X, "is_row_source", False))
+    if streamed and y is None:  # a row source (kernelcv.rowchunks) holds its targets
+        y = X.labels()
     if X is None or y is None:
         raise KernelCVError("both X and y are required")
-    if sp.issparse(X):
+    if streamed:  # its values are checked chunk by chunk as they are read
+        values = np.zeros(1)
+    elif sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64)
         values = X.data
     else:

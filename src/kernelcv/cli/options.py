@@ -21,6 +21,17 @@ def order_arg(text):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def features_arg(text):
+    """A number of random features (an integer) or ``auto`` (the adaptive count)."""
+    if text == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--features must be an integer >= 1 or 'auto', got {text!r}") from None
+
+
 def budget_arg(text):
     """A memory budget such as ``8G``; checked here, passed on as the text."""
     try:

@@ -23,6 +23,7 @@ from .options import (
     add_header_argument,
     add_machine_arguments,
     budget_arg,
+    features_arg,
     format_number,
     order_arg,
 )
@@ -126,17 +127,31 @@ def add_arguments(parser):
     space = parser.add_argument_group(
         "random features (--method rff; default grids gamma = 2^-15,2^-13..2^9, "
         "C = 2^-5..2^15 step 2^2)")
-    space.add_argument("--features", type=int, metavar="D",
-                       help="number of random features (default 30)")
+    space.add_argument("--features", type=features_arg, metavar="D|auto",
+                       help="number of random features, or auto (default): grow D by "
+                            "doubling from 64 until the choice is stable")
+    space.add_argument("--max-features", type=int, metavar="D",
+                       help="with --features auto: the largest D (default 2048)")
+    space.add_argument("--feature-time", type=float, metavar="SECONDS",
+                       help="with --features auto: time budget of the growth of D "
+                            "(default 60)")
     space.add_argument("--feature-map", choices=("rff", "nystroem"),
-                       help="random Fourier features (default) or Nystroem landmarks")
+                       help="random Fourier features or Nystroem landmarks (default: "
+                            "nystroem with --features auto, rff with a fixed D)")
     space.add_argument("--feature-loss", choices=("squared_hinge", "hinge", "square"),
-                       help="loss of the linear machine in feature space (default "
-                            "squared_hinge for svm/l2svm, square for krr/lssvm)")
+                       help="loss of the linear machine in feature space (default: square "
+                            "with --features auto; with a fixed D squared_hinge for "
+                            "svm/l2svm, square for krr/lssvm)")
     space.add_argument("--final", choices=("auto", "kernel", "linear"),
                        help="model behind the --test error: exact SVC/kernel fit at the "
                             "chosen values (kernel), the linear model in feature space "
                             "(linear) or auto (kernel up to 100,000 samples; default)")
+    space.add_argument("--final-kernel-limit", type=int, metavar="N",
+                       help="--final auto: fit the exact kernel machine up to N samples, "
+                            "above that the choice in feature space (default 100000)")
+    space.add_argument("--final-features", type=int, metavar="D",
+                       help="features of a feature-space final model (default: twice the "
+                            "search's D)")
     space.add_argument("--refine", choices=("auto", "on", "off"),
                        help="walk the grid from the feature-space choice by exact refit CV "
                             "of the final SVC/kernel machine to a local minimum (auto: up "
@@ -163,6 +178,10 @@ def add_arguments(parser):
                      help="Dask scheduler address, e.g. tcp://host:8786")
     run.add_argument("--checkpoint", metavar="FILE",
                      help="record finished kernel settings here; rerun to resume")
+    run.add_argument("--stream", action="store_true",
+                     help="--method rff: read the training (and test) file in row chunks, "
+                          "never whole (out of core); the final model is then fitted in "
+                          "feature space")
     run.add_argument("--memory-budget", type=budget_arg, metavar="BYTES",
                      help="memory the dense n x n matrices may use, e.g. 8G")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -176,9 +195,10 @@ def add_arguments(parser):
                         help="test data: report the test error of the refit best model")
     output.add_argument("--out", metavar="DIR", help="write report.json (and plots) here")
     output.add_argument("--save-model", metavar="FILE",
-                        help="save the refit choice (and the --scale fitted on the training "
-                             "data) as an .npz of arrays plus a JSON header; load it with "
-                             "kernelcv.load_model(FILE), which runs no code from the file")
+                        help="save the refit choice (with --method rff its final model; and "
+                             "the --scale fitted on the training data) as an .npz of arrays "
+                             "plus a JSON header; load it with kernelcv.load_model(FILE), "
+                             "which runs no code from the file")
     output.add_argument("--plot", action="store_true",
                         help="with --out: cv_heatmap.png and cv_curve.png")
     output.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
@@ -241,6 +261,9 @@ def run_command(args, parser):
     cs = _grid(args.c_grid, "--C-grid", "C")
     feature_options = {"features": args.features, "feature_map": args.feature_map,
                        "feature_loss": args.feature_loss, "final": args.final,
+                       "max_features": args.max_features, "feature_time": args.feature_time,
+                       "final_kernel_limit": args.final_kernel_limit,
+                       "final_features": args.final_features,
                        "refine": {"on": True, "off": False}.get(args.refine, args.refine),
                        "refine_evals": args.refine_evals}
     if args.method != "rff":
@@ -251,7 +274,18 @@ def run_command(args, parser):
     if args.refine_evals is not None and args.refine_evals < 1:
         raise KernelCVError(f"argument --refine-evals: must be at least 1, got "
                             f"{args.refine_evals}")
-    if args.features is not None and args.features < 1:
+    for option, value in (("--final-kernel-limit", args.final_kernel_limit),
+                          ("--final-features", args.final_features),
+                          ("--max-features", args.max_features)):
+        if value is not None and value < 1:
+            raise KernelCVError(f"argument {option}: must be at least 1, got {value}")
+    if args.feature_time is not None and not args.feature_time > 0:
+        raise KernelCVError(f"argument --feature-time: must be positive, got "
+                            f"{args.feature_time}")
+    if args.features not in (None, "auto") and (args.max_features is not None
+                                                or args.feature_time is not None):
+        raise KernelCVError("--max-features and --feature-time belong to --features auto")
+    if args.features not in (None, "auto") and args.features < 1:
         raise KernelCVError(f"argument --features: the number of random features must be "
                             f"at least 1, got {args.features}")
     feature_options = {k: v for k, v in feature_options.items() if v is not None}
@@ -271,7 +305,7 @@ def run_command(args, parser):
             scheduler=args.scheduler, memory_budget=args.memory_budget, progress=progress,
             Cs=cs, screen=args.screen, scale=args.scale, header=args.header,
             argv=getattr(args, "_argv", None), save_model=args.save_model,
-            target=args.target,
+            target=args.target, stream=args.stream,
             **feature_options)
     finally:
         progress.close()
@@ -289,7 +323,8 @@ def render(report, args=None):
     method = report["method"]
     if method == "rff":
         space = report["feature_space"]
-        method += (f"  (D = {space['features']} {space['feature_map']} features, "
+        grown = " (adaptive)" if space.get("adaptive") else ""
+        method += (f"  (D = {space['features']}{grown} {space['feature_map']} features, "
                    f"seed {space['feature_seed']}, {space['feature_loss']} loss, memory ~"
                    f"{space['memory_estimate'] / 2**20:.3g} MiB)")
     if method == "bif":
@@ -322,7 +357,7 @@ def render(report, args=None):
         model = ""
         if report.get("final_model"):
             model = {"kernel": ", exact kernel fit", "linear": ", linear model in feature "
-                     "space"}[report["final_model"]]
+                     f"space, D = {report.get('final_features')}"}[report["final_model"]]
             rows.append(("final fit", _seconds(timings["final_seconds"])))
         rows.append(("test error", f"{_num(report['test_error'])}  ({metric}, "
                                    f"{report['test']}{model})"))

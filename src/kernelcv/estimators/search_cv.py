@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..criteria.scoring import SCORES, HeldoutScore
 from ..exceptions import KernelCVError
 from ..machines import make_machine
+from ..selection.feature_growth import MAX_FEATURES, TIME_BUDGET
 from ..selection.feature_space import FeatureSpace
 from ..selection.final import check_final_kernel, fit_final
 from ..selection.options import Execution, Safeguards, SearchSpace
@@ -36,7 +37,7 @@ from ._search_results import cv_results
 from ._search_space import ESTIMATORS, default_grid, grid_candidates, split_estimator
 
 __all__ = ["ESTIMATORS", "KernelSearchCV"]
-_RFF_DEFAULTS = (30, "rff", None, "auto", "auto", 30)
+_RFF_DEFAULTS = ("auto", None, None, "auto", "auto", 30, MAX_FEATURES, TIME_BUDGET)
 _PAPER_HINT = ("the papers' grid: param_grid={'gamma': kernelcv.selection.grids."
                "default_gammas(), ...}")
 
@@ -101,8 +102,9 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
     random_state : int, default=0
         Seed of the fold assignment.
     checkpoint, memory_budget : a JSON Lines file of finished settings; a byte budget.
-    features, feature_map, feature_loss, final, refine, refine_evals :
-        ``method="rff"`` only (see :func:`kernelcv.selection.grid_search`).
+    features, feature_map, feature_loss, final, refine, refine_evals, max_features, feature_time :
+        ``method="rff"`` only (see :func:`kernelcv.selection.grid_search`); ``features``
+        defaults to ``"auto"``, the adaptive feature count.
 
     Attributes
     ----------
@@ -137,8 +139,9 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                  folds=None, method=None, order="inf", epsilon=None, granularity="adaptive",
                  confirm=3, recheck_degenerate=True, refit=True, verbose=0, n_jobs=None,
                  backend="auto", scheduler=None, random_state=0, checkpoint=None,
-                 memory_budget=None, features=30, feature_map="rff", feature_loss=None,
-                 final="auto", refine="auto", refine_evals=30):
+                 memory_budget=None, features="auto", feature_map=None, feature_loss=None,
+                 final="auto", refine="auto", refine_evals=30, max_features=MAX_FEATURES,
+                 feature_time=TIME_BUDGET):
         self.estimator = estimator
         self.param_grid = param_grid
         self.scoring = scoring
@@ -164,6 +167,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.final = final
         self.refine = refine
         self.refine_evals = refine_evals
+        self.max_features = max_features
+        self.feature_time = feature_time
 
     # ------------------------------------------------------------------ options
     def _cv(self):
@@ -238,7 +243,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             **({"features": self.features, "feature_map": self.feature_map,
                 "feature_loss": self.feature_loss,
                 "refine": refine_for_final(self.refine, self.final),
-                "refine_evals": self.refine_evals} if rff else {}))
+                "refine_evals": self.refine_evals, "max_features": self.max_features,
+                "feature_time": self.feature_time} if rff else {}))
         default, derived = (None, None) if self.param_grid is not None else default_grid(
             base, head, method, X, y)
         self.gamma_grid_ = None if derived is None else derived.to_dict()
@@ -264,9 +270,11 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise KernelCVError(f"final must be 'auto', 'kernel' or 'linear', got "
                                 f"{self.final!r}")
         if not rff and ((self.features, self.feature_map, self.feature_loss, self.final,
-                         self.refine, self.refine_evals) != _RFF_DEFAULTS):
-            raise KernelCVError("features, feature_map, feature_loss, final, refine and "
-                                "refine_evals belong to method='rff'")
+                         self.refine, self.refine_evals, self.max_features,
+                         self.feature_time) != _RFF_DEFAULTS):
+            raise KernelCVError("features, feature_map, feature_loss, final, refine, "
+                                "refine_evals, max_features and feature_time belong to "
+                                "method='rff'")
 
     def _fit_fold_by_fold(self, head, base, prefix, params, search_params, lams, X, y,
                           folds, classifier):

@@ -1,5 +1,7 @@
-"""Saving a fitted :class:`~kernelcv.machines.model.KernelModel` in a file that loads
-without executing code, and :func:`load_model`.
+"""Saving a fitted :class:`~kernelcv.machines.model.KernelModel` or a linear model in
+random-feature space (:class:`~kernelcv.features.LinearFeatureModel`, the final model of
+``--method rff`` for large n) in a file that loads without executing code, and
+:func:`load_model`.
 
 The file is a NumPy ``.npz`` archive of plain numeric arrays plus one string array,
 ``header``, holding JSON: the format name and version, the kernelcv version, the machine
@@ -14,6 +16,13 @@ Arrays: ``X_fit`` (dense training rows) or ``X_data``/``X_indices``/``X_indptr``
 ``dual_coef`` ((n,) or (n, m) for m binary machines), ``intercept``, ``classes`` (for a
 classifier) and ``scale_shift``/``scale_scale`` (the ``--scale`` of ``kernelcv select``,
 applied to new data before the kernel). The model predicts raw (unscaled) data.
+
+A feature-space model (format version 2, header ``"model": "feature_space"``) stores
+instead its map -- ``W0`` and ``b`` (RFF) or the landmark rows ``landmarks`` (or
+``L_data``/``L_indices``/``L_indptr``, CSR) -- the linear coefficients ``coef``, their
+image ``coef_on_columns`` on the map's kernel columns (what prediction multiplies),
+``intercept`` and ``classes``; the header has the map (kind, D, gamma, seed). Version 1
+files (kernel models) still load.
 """
 
 from __future__ import annotations
@@ -28,12 +37,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import KernelCVError
+from ..features import FeatureMap, LinearFeatureModel
 from ..kernels import Kernel
 from . import MACHINES, make_machine
 from .model import KernelModel
 
 FORMAT = "kernelcv-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+_READS = (1, 2)
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "SavedModel", "check_model_path", "load_model",
            "save_model"]
@@ -51,12 +62,14 @@ class SavedModel:
     classes_ : the labels of a classifier (None for a regressor).
     """
 
-    def __init__(self, model: KernelModel, header: dict, shift=None, scale=None):
+    def __init__(self, model, header: dict, shift=None, scale=None):
         self.model = model
         self.header = header
         self.shift = shift
         self.scale = scale
         self.classes_ = getattr(model, "classes_", None)
+        if isinstance(model, LinearFeatureModel) and model.classes is not None:
+            self.classes_ = np.asarray(model.classes)
 
     def _prepare(self, X):
         if not sp.issparse(X):
@@ -65,7 +78,7 @@ class SavedModel:
                 raise KernelCVError(f"X must be a 2-D array, got shape {X.shape}")
         else:
             X = sp.csr_matrix(X, dtype=np.float64)
-        d = self.model.X_fit_.shape[1]
+        d = int(self.header["n_features"])
         if sp.issparse(X) and X.shape[1] < d:  # svmlight files omit trailing zero columns
             X.resize((X.shape[0], d))
         if X.shape[1] != d:
@@ -99,10 +112,16 @@ def check_model_path(path) -> None:
         raise KernelCVError(f"--save-model {path}: the folder {folder} is not writable")
 
 
-def save_model(path, model: KernelModel, scaling: dict | None = None) -> str:
+def save_model(path, model, scaling: dict | None = None, machine=None, lam=None) -> str:
     """Write the fitted ``model`` (and the ``scaling`` fitted on its training data, a dict
     with ``kind``, ``shift`` and ``scale`` as :mod:`kernelcv.reports.scaling` makes) to
-    ``path`` atomically; returns the path as a string."""
+    ``path`` atomically; returns the path as a string.
+
+    ``model``: a :class:`KernelModel`, or a :class:`~kernelcv.features.LinearFeatureModel`
+    with the ``machine`` it stands for and its ``lam``."""
+    if isinstance(model, LinearFeatureModel):
+        arrays, header = _feature_model(model, machine, lam)
+        return _write(path, arrays, header, scaling)
     machine, kernel = model.machine, model.kernel
     arrays = {"dual_coef": np.asarray(model.dual_coef_, dtype=np.float64),
               "intercept": np.atleast_1d(np.asarray(model.intercept_, dtype=np.float64))}
@@ -113,28 +132,64 @@ def save_model(path, model: KernelModel, scaling: dict | None = None) -> str:
     else:
         arrays["X_fit"] = np.asarray(X_fit, dtype=np.float64)
     if machine.is_classifier:
-        classes = np.asarray(model.classes_)
-        if classes.dtype.kind not in "biufU":
-            raise KernelCVError("--save-model: labels must be numbers or strings")
-        arrays["classes"] = classes
-    if scaling is not None:
-        arrays["scale_scale"] = np.asarray(scaling["scale"], dtype=np.float64)
-        if scaling.get("shift") is not None:
-            arrays["scale_shift"] = np.asarray(scaling["shift"], dtype=np.float64)
+        arrays["classes"] = _classes(model.classes_)
     header = {
-        "format": FORMAT, "format_version": FORMAT_VERSION,
-        "kernelcv_version": _version(),
-        "machine": {"name": machine.name, "fit_intercept": bool(machine.fit_intercept),
-                    "huber_width": float(getattr(machine.loss, "width", 0.01)),
-                    "svr_epsilon": float(getattr(machine.loss, "epsilon", 0.1)),
-                    "multiclass": machine.multiclass},
+        "model": "kernel", "machine": _machine_entry(machine),
         "kernel": {"name": kernel.name, "gamma": float(kernel.gamma),
                    "degree": int(kernel.degree), "coef0": float(kernel.coef0)},
         "lam": float(model.lam), "n_features": int(X_fit.shape[1]),
         "n_samples": int(X_fit.shape[0]), "sparse": sp.issparse(X_fit),
-        "scaling": None if scaling is None else scaling["kind"],
-        "arrays": sorted(arrays),
     }
+    return _write(path, arrays, header, scaling)
+
+
+def _classes(classes):
+    classes = np.asarray(classes)
+    if classes.dtype.kind not in "biufU":
+        raise KernelCVError("--save-model: labels must be numbers or strings")
+    return classes
+
+
+def _machine_entry(machine) -> dict:
+    return {"name": machine.name, "fit_intercept": bool(machine.fit_intercept),
+            "huber_width": float(getattr(machine.loss, "width", 0.01)),
+            "svr_epsilon": float(getattr(machine.loss, "epsilon", 0.1)),
+            "multiclass": machine.multiclass}
+
+
+def _feature_model(model: LinearFeatureModel, machine, lam):
+    """The arrays and header of a feature-space model."""
+    fmap = model.feature_map
+    arrays = {"coef": model.w, "coef_on_columns": model.coef_on_columns,
+              "intercept": np.array([model.c])}
+    if fmap.kind == "rff":
+        arrays.update(W0=np.asarray(fmap.W0_), b=np.asarray(fmap.b_))
+    elif sp.issparse(fmap.landmarks_):
+        L = sp.csr_matrix(fmap.landmarks_)
+        arrays.update(L_data=L.data, L_indices=L.indices, L_indptr=L.indptr)
+    else:
+        arrays["landmarks"] = np.asarray(fmap.landmarks_, dtype=np.float64)
+    if model.classes is not None:
+        arrays["classes"] = _classes(list(model.classes))
+    header = {"model": "feature_space", "machine": _machine_entry(machine),
+              "feature_map": {"kind": fmap.kind, "n_features": int(fmap.n_features),
+                              "gamma": model.gamma, "seed": fmap.random_state,
+                              "sparse": bool(sp.issparse(getattr(fmap, "landmarks_",
+                                                                 None)))},
+              "lam": float(lam), "n_features": int(fmap.n_dims_)}
+    return arrays, header
+
+
+def _write(path, arrays, header, scaling) -> str:
+    """Add the scaling and the common header entries; write the archive atomically."""
+    if scaling is not None:
+        arrays["scale_scale"] = np.asarray(scaling["scale"], dtype=np.float64)
+        if scaling.get("shift") is not None:
+            arrays["scale_shift"] = np.asarray(scaling["shift"], dtype=np.float64)
+    header = {"format": FORMAT, "format_version": FORMAT_VERSION,
+              "kernelcv_version": _version(), **header,
+              "scaling": None if scaling is None else scaling["kind"],
+              "arrays": sorted(arrays)}
     arrays["header"] = np.array(json.dumps(header))
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
@@ -191,17 +246,21 @@ def _build(arrays) -> SavedModel:
     header = json.loads(str(arrays.pop("header")[()]))
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValueError("no kernelcv-model header")
-    if header.get("format_version") != FORMAT_VERSION:
+    if header.get("format_version") not in _READS:
         raise ValueError(f"format version {header.get('format_version')!r}, this kernelcv "
-                         f"reads {FORMAT_VERSION}")
+                         f"reads {', '.join(map(str, _READS))}")
     if sorted(arrays) != sorted(header["arrays"]):
         raise ValueError("its arrays do not match the header")
-    spec, k = header["machine"], header["kernel"]
+    spec = header["machine"]
     if spec["name"] not in MACHINES:
         raise ValueError(f"unknown machine {spec['name']!r}")
     machine = make_machine(spec["name"], huber_width=spec["huber_width"],
                            epsilon=spec["svr_epsilon"], fit_intercept=spec["fit_intercept"],
                            multiclass=spec["multiclass"])
+    if header.get("model", "kernel") == "feature_space":
+        return SavedModel(_feature_model_of(arrays, header), header,
+                          *_scaling_of(arrays, int(header["n_features"])))
+    k = header["kernel"]
     kernel = Kernel(name=k["name"], gamma=float(k["gamma"]), degree=int(k["degree"]),
                     coef0=float(k["coef0"]))
     n, d = int(header["n_samples"]), int(header["n_features"])
@@ -225,12 +284,47 @@ def _build(arrays) -> SavedModel:
         machines = k if machine.multiclass == "ovr" else k * (k - 1) // 2
         if k < 2 or (k == 2 and coef.ndim != 1) or (k > 2 and columns != machines):
             raise ValueError("the classes do not fit the coefficients")
+    return SavedModel(model, header, *_scaling_of(arrays, d))
+
+
+def _scaling_of(arrays, d):
     shift = arrays.get("scale_shift")
     scale = arrays.get("scale_scale")
     for extra in (shift, scale):
         if extra is not None and extra.shape != (d,):
             raise ValueError("the scaling does not fit the features")
-    return SavedModel(model, header, shift, scale)
+    return shift, scale
+
+
+def _feature_model_of(arrays, header) -> LinearFeatureModel:
+    """The :class:`LinearFeatureModel` of a version-2 feature-space file."""
+    spec, d = header["feature_map"], int(header["n_features"])
+    D = int(spec["n_features"])
+    fmap = FeatureMap(spec["kind"], D, spec["seed"], nested=True)
+    fmap.n_dims_ = d
+    if fmap.kind == "rff":
+        fmap.W0_, fmap.b_ = arrays["W0"], arrays["b"]
+        if fmap.W0_.shape != (d, D) or fmap.b_.shape != (D,):
+            raise ValueError("the feature map's arrays do not fit its size")
+    else:
+        if spec["sparse"]:
+            L = sp.csr_matrix((arrays["L_data"], arrays["L_indices"], arrays["L_indptr"]),
+                              shape=(D, d))
+            L.check_format(full_check=True)
+        else:
+            L = arrays["landmarks"]
+        if L.shape != (D, d):
+            raise ValueError("the landmarks do not fit the feature map")
+        fmap.set_landmarks(L)
+    coef, columns, intercept = arrays["coef"], arrays["coef_on_columns"], arrays["intercept"]
+    if coef.shape != (D,) or columns.shape != (D,) or intercept.shape != (1,):
+        raise ValueError("array shapes do not fit together")
+    classes = arrays.get("classes")
+    if classes is not None and classes.shape != (2,):
+        raise ValueError("a feature-space classifier has two classes")
+    return LinearFeatureModel(fmap, float(spec["gamma"]), coef, float(intercept[0]),
+                              None if classes is None else tuple(classes),
+                              coef_on_columns=columns)
 
 
 def _version() -> str:

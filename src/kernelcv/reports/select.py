@@ -25,7 +25,8 @@ from ..machines.saved_model import check_model_path
 from ..machines.saved_model import save_model as save_model_file
 from ..plotting import cv_curve_figure, figure_class, heatmap_figure
 from ..selection.backends import run_tasks
-from ..selection.final import check_final_kernel, fit_final
+from ..selection.feature_growth import MAX_FEATURES, TIME_BUDGET
+from ..selection.final import ChunkedSVC, check_final_kernel, fit_final, svc_as_kernel_model
 from ..selection.methods import BIF
 from ..selection.refine import refine_for_final
 from ..selection.search import grid_search
@@ -35,6 +36,7 @@ from .io import check_writable_folder, jsonable, png, write_all
 from .multiclass import confusion_figures, multiclass_entry
 from .scaling import apply_scaling, fit_scaling, scaling_entry
 from .schema import annotate
+from .streamed import check_stream, open_streamed, streamed_test_error
 
 REPORT_NAME = "report.json"
 HEATMAP_NAME = "cv_heatmap.png"
@@ -70,10 +72,12 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                fit_intercept=None, multiclass="ovr", confirm=3, recheck_degenerate=True,
                seed=0, test=None,
                out=None, plot=False, checkpoint=None, n_jobs=1, scheduler=None,
-               memory_budget=None, progress=None, Cs=None, features=30, feature_map="rff",
+               memory_budget=None, progress=None, Cs=None, features="auto", feature_map=None,
                feature_loss=None, final="auto", refine="auto",
                refine_evals=30, screen="off", scale="none", header="auto", argv=None,
-               save_model=None, target=None) -> dict:
+               save_model=None, target=None, max_features=MAX_FEATURES,
+               feature_time=TIME_BUDGET, final_kernel_limit=None, final_features=None,
+               stream=False) -> dict:
     """Select the kernel parameter and lam of a machine on a data file; optionally test.
 
     Parameters
@@ -91,15 +95,19 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         ``"kernel"`` (one exact fit at the chosen gamma and ``C = 1/(2 n lam)``: SVC for
         svm, the kernelcv estimator otherwise; refused before the search when its dense
         n x n matrices exceed the memory budget), ``"linear"`` (the linear model in
-        feature space) or ``"auto"`` (kernel up to 100,000 samples and within the memory
-        budget, linear otherwise, with a note).
+        feature space, with ``final_features`` features, default twice the search's D) or
+        ``"auto"`` (kernel up to ``final_kernel_limit`` samples, default 100,000, and within
+        the memory budget; linear otherwise, with a note).
     screen : as in :func:`~kernelcv.selection.search.grid_search`, plus ``"auto"`` (see
         :func:`resolve_screen`); the report records the strategy used.
     scale : ``"none"``, ``"standard"`` or ``"minmax"``: feature scaling fitted on the
         training data and applied to the test data (:mod:`kernelcv.reports.scaling`);
         reported as ``scaling``.
     save_model : file to write the refit choice to, as :func:`kernelcv.load_model` reads
-        it (:mod:`kernelcv.machines.saved_model`; no pickle); not with ``method="rff"``.
+        it (:mod:`kernelcv.machines.saved_model`; no pickle); with ``method="rff"`` the
+        final model (SVC as its kernel expansion, or the feature-space model).
+    stream : read the training (and test) file in row chunks, never whole
+        (:mod:`kernelcv.reports.streamed`; ``method="rff"`` only).
     argv : the command line, recorded as the report's ``argv`` (None from Python); the
         report's layout is :mod:`kernelcv.reports.schema` (``docs/report.schema.json``).
     multiclass : ``"ovo"`` or ``"ovr"`` for more than two classes; the report then has a
@@ -130,14 +138,15 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         check_writable_folder(out, (REPORT_NAME, HEATMAP_NAME, CURVE_NAME) if plot
                               else (REPORT_NAME,))
     if save_model is not None:
-        if method == "rff":
-            raise KernelCVError("--save-model saves a kernel machine refit at the choice; "
-                                "it is not available with --method rff yet")
         check_model_path(save_model)
     if plot:
         figure_class()  # fails now, with advice, if matplotlib is missing
     X_test = y_test = None
-    if test is None:
+    if stream:
+        check_stream(method, scale, final, plot)
+        X, X_test = open_streamed(data, test, header)
+        y = X.labels()
+    elif test is None:
         X, y = load_data(data, header, target)
     else:
         # Two svmlight files are read together and share the wider file's columns: columns
@@ -173,7 +182,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         scheduler=scheduler, checkpoint=checkpoint, progress=progress,
         memory_budget=memory_budget, Cs=Cs, features=features, feature_map=feature_map,
         feature_loss=feature_loss, feature_seed=feature_seed,
-        refine=refine_for_final(refine, final), refine_evals=refine_evals, screen=screen)
+        refine=refine_for_final(refine, final), refine_evals=refine_evals, screen=screen,
+        max_features=max_features, feature_time=feature_time)
     report = annotate(result.to_dict(), argv)
     report.update({"fit_intercept": result.machine_spec.fit_intercept, "screen": screen,
                    "scaling": scaling_entry(scaling),
@@ -183,19 +193,29 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                    "granularity": granularity if auto else None})
 
     report["test_error"] = None
-    test_predicted = None
-    if test is None and method == "rff" and final != "auto":
+    test_predicted = final_model = None
+    if test is None and save_model is None and method == "rff" and final != "auto":
         report["notes"].append(f"--final {final} chooses the model that is tested; without "
-                               "--test no final model was fit")
-    if test is not None and method == "rff":
+                               "--test (or --save-model) no final model was fit")
+    if method == "rff" and (test is not None or save_model is not None):
         final_tic = time.perf_counter()
-        model, kind, notes = fit_final(X, y, result, final, memory_budget)
+        final_model, kind, notes = fit_final(X, y, result, final, memory_budget,
+                                             kernel_limit=final_kernel_limit,
+                                             final_features=final_features)
         report["timings"]["final_seconds"] = time.perf_counter() - final_tic
         report["final_model"] = kind
+        if kind == "linear":
+            report["final_features"] = final_model.n_features
         report["notes"].extend(notes)
+    if test is not None and method == "rff":
         test_tic = time.perf_counter()
-        test_predicted = model.predict(X_test)
-        report["test_error"] = _prediction_error(test_predicted, y_test, result.metric)
+        if stream:
+            report["test_error"] = streamed_test_error(
+                final_model, X_test, X.n_dims, result.metric,
+                list(result.label_mapping.values()) if result.label_mapping else None)
+        else:
+            test_predicted = final_model.predict(X_test)
+            report["test_error"] = _prediction_error(test_predicted, y_test, result.metric)
         report["timings"]["test_seconds"] = time.perf_counter() - test_tic
     refit = None
     if test is not None and method != "rff":
@@ -226,7 +246,9 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
             report["notes"].append(f"--plot: the {kernel} kernel has no parameter to plot "
                                    "against; no figures written")
     report["saved_model"] = None
-    if save_model is not None:
+    if save_model is not None and final_model is not None:
+        report["saved_model"] = _save_final(save_model, final_model, result, scaling)
+    elif save_model is not None:
         refit = refit or _refit_choice(result, X, y, memory_budget)
         report["saved_model"] = save_model_file(save_model, refit, scaling)
     report["timings"]["total_seconds"] = time.perf_counter() - tic
@@ -239,6 +261,15 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     else:
         report["files"] = []
     return report
+
+
+def _save_final(path, model, result, scaling):
+    """Save the final model of an rff search: the SVC as its kernel expansion, a
+    feature-space model with its map, a kernelcv machine as it is."""
+    gamma, lam = float(result.best["gamma"]), float(result.best["lam"])
+    if isinstance(model, ChunkedSVC):
+        model = svc_as_kernel_model(model, result.machine_spec, gamma, lam)
+    return save_model_file(path, model, scaling, machine=result.machine_spec, lam=lam)
 
 
 def _match_features(X_test, n_features, path):

@@ -3,6 +3,8 @@
 :class:`FeatureSpace` ranks (gamma, lam) by exact t-fold CV of a linear machine on D random
 features (Feng & Liao), in memory O(n D) and time linear in n, then (``refine``) walks the
 grid by exact refit CV of the final kernel machine (:mod:`kernelcv.selection.refine`).
+With ``features="auto"`` (the default) D grows until the choice is stable
+(:mod:`kernelcv.selection.feature_growth`).
 The checks run before any work; the notes are attached to the search result: a choice on
 the edge of the grid, D > n, and the Nystroem landmarks' x-only leak across folds.
 """
@@ -10,13 +12,13 @@ the edge of the grid, D > n, and the Nystroem landmarks' x-only leak across fold
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
 
 from .._threads import blas_threads_for
-from ..criteria.random_features import LOSSES, c_to_lam, lam_to_c, paper_cs, paper_gammas, path_cv
+from ..criteria.random_features import LOSSES, c_to_lam, paper_cs, paper_gammas, path_cv
 from ..exceptions import KernelCVError
 from ..features import (
     MAPS,
@@ -24,16 +26,37 @@ from ..features import (
     check_feature_memory,
     check_finite_features,
     check_n_features,
+    map_memory,
 )
 from ..machines import Machine
+from ..memory import format_bytes
+from ..memory import memory_budget as memory_budget_bytes
+from ..rowchunks import ArraySource, chunk_rows_for, is_row_source, row_bytes
+from .dask_rows import dask_rows
+from .feature_growth import (
+    MAX_FEATURES,
+    START_FEATURES,
+    TIME_BUDGET,
+    TOLERANCE,
+    grow_features,
+    path_records,
+    sums_memory,
+)
 from .methods import CVMethod
-from .refine import REFINE_MAX_EVALS, check_refine, check_refine_memory
+from .refine import REFINE_MAX_EVALS, check_refine, check_refine_memory, refine_wanted
+from .rowmap import LocalRows
 
-# Machines a random-feature search supports, with their default loss in feature space.
+# Machines a random-feature search supports, with their default loss in feature space
+# for a fixed D (the paper's protocol); the adaptive count uses the square loss.
 FEATURE_LOSSES = {"svm": "squared_hinge", "l2svm": "squared_hinge", "lssvm": "square",
                   "krr": "square"}
+# Bytes per streamed row held besides the chunks (measured with tracemalloc: 49).
+STREAMED_ROW_BYTES = 56
+# The default maps: Nystroem for the adaptive count, RFF (the paper's) for a fixed D.
+ADAPTIVE_MAP, FIXED_MAP = "nystroem", "rff"
 
-def edge_notes(candidates, best_index, features):
+def edge_notes(candidates, best_index, features,
+               more="e.g. --features 300 --feature-loss square"):
     """A warning when the random-feature choice lies on the edge of the grid.
 
     At the smallest gamma the feature-space CV is suspect (D features cannot resolve
@@ -50,13 +73,13 @@ def edge_notes(candidates, best_index, features):
         edges.append("C")
     if not edges:
         return []
+    features = best.get("features", features)
     note = f"the chosen {' and '.join(edges)} lie(s) on the edge of the grid"
     if (best["gamma"] == min(gammas) and len(set(gammas)) > 1
             and best.get("status") != "refined"):
         return [f"{note}: with D = {features} features a nearly linear model (smallest "
                 "gamma) often wins because the features cannot resolve narrower kernels; "
-                "try more features (e.g. --features 300 --feature-loss square) before "
-                "trusting it"]
+                f"try more features ({more}) before trusting it"]
     checked = (" (by the exact refit CV of the refinement)"
                if best.get("status") == "refined" else "")
     return [f"{note}{checked}; consider extending the grid (the exact SVC fit at a large C "
@@ -78,6 +101,18 @@ def feature_notes(features: int, feature_map: str, n: int) -> list[str]:
     return notes
 
 
+def check_growth_options(max_features, min_features, feature_time, feature_tol):
+    """Options of the adaptive feature count, checked before any work."""
+    check_n_features(max_features)
+    check_n_features(min_features)
+    for name, value in (("feature_time", feature_time), ("feature_tol", feature_tol)):
+        if isinstance(value, bool) or not isinstance(value, int | float | np.number) \
+                or not np.isfinite(value) or value < 0 or (name == "feature_time"
+                                                           and value == 0):
+            kind = "positive" if name == "feature_time" else "non-negative"
+            raise KernelCVError(f"{name} must be a {kind} number, got {value!r}")
+
+
 def check_feature_options(machine, kernel, folds, features, feature_map, feature_loss):
     """Options of the random-feature search, checked before any work."""
     if machine not in FEATURE_LOSSES:
@@ -89,8 +124,9 @@ def check_feature_options(machine, kernel, folds, features, feature_map, feature
     if isinstance(folds, str):
         raise KernelCVError("folds='auto' chooses BIF orders; give method 'rff' a number "
                             "of folds (the paper uses 5 or 10)")
-    check_n_features(features)
-    if feature_map not in MAPS:
+    if features != "auto":
+        check_n_features(features)
+    if feature_map is not None and feature_map not in MAPS:
         raise KernelCVError(f"unknown feature map {feature_map!r}; choose one of "
                             f"{', '.join(MAPS)}")
     if feature_loss is not None and feature_loss not in LOSSES:
@@ -116,10 +152,15 @@ class FeatureSpace(CVMethod):
 
     Parameters
     ----------
-    features : D (default 30).
-    feature_map : ``"rff"`` (random Fourier features) or ``"nystroem"``.
-    feature_loss : loss of the linear machine (default: ``"squared_hinge"`` for
-        svm/l2svm, ``"square"`` for krr/lssvm; ``"hinge"`` runs LIBLINEAR's L1-loss SVM).
+    features : D, or ``"auto"`` (default): grow D from ``min_features`` (64) by doubling
+        up to ``max_features`` (2048) until the choice is stable within ``feature_tol``
+        standard errors of the CV error (1), within ``feature_time`` seconds (60) and
+        the memory budget (:mod:`kernelcv.selection.feature_growth`).
+    feature_map : ``"rff"`` (random Fourier features) or ``"nystroem"`` (default:
+        nystroem with ``features="auto"``, rff with a fixed D, the paper's protocol).
+    feature_loss : loss of the linear machine (default: ``"square"`` with
+        ``features="auto"``; with a fixed D ``"squared_hinge"`` for svm/l2svm, ``"square"``
+        for krr/lssvm; ``"hinge"`` runs LIBLINEAR's L1-loss SVM).
     feature_seed : seed of the feature draw (default: the fold seed when it is an
         integer, else 0).
     refine, refine_evals : the exact local refinement after the grid ("auto", True or
@@ -138,12 +179,19 @@ class FeatureSpace(CVMethod):
     refines: ClassVar[bool] = True
     kernel_grid: ClassVar[bool] = False
 
-    features: int = 30
-    feature_map: str = "rff"
+    features: int | str = "auto"
+    feature_map: str | None = None
     feature_loss: str | None = None
     feature_seed: int | None = None
     refine: object = "auto"
     refine_evals: int = REFINE_MAX_EVALS
+    max_features: int = MAX_FEATURES
+    min_features: int = START_FEATURES
+    feature_time: float = TIME_BUDGET
+    feature_tol: float = TOLERANCE
+    # Resolved by the adaptive growth: the D used, and the growth itself (path, map).
+    features_used: int | None = None
+    growth: object = field(default=None, compare=False, repr=False)
     # Resolved by bind(): the machine, its task and the feature-space intercept.
     machine_name: str = ""
     classifier: bool = True
@@ -160,6 +208,8 @@ class FeatureSpace(CVMethod):
         """
         check_feature_options(machine.name, kernel, None, self.features, self.feature_map,
                               self.feature_loss)
+        check_growth_options(self.max_features, self.min_features, self.feature_time,
+                             self.feature_tol)
         if self.scoring is not None:
             raise KernelCVError("method 'rff' ranks by the feature-space CV error; a "
                                 "scoring needs held-out values: use method 'bif' or 'exact'")
@@ -175,9 +225,14 @@ class FeatureSpace(CVMethod):
         if seed is None:
             seed = (int(random_state) if isinstance(random_state, int | np.integer)
                     and not isinstance(random_state, bool) else 0)
+        adaptive = self.features == "auto"
+        loss = self.feature_loss or ("square" if adaptive else FEATURE_LOSSES[machine.name])
         return replace(
-            self, features=int(self.features),
-            feature_loss=self.feature_loss or FEATURE_LOSSES[machine.name],
+            self, features="auto" if adaptive else int(self.features),
+            feature_map=self.feature_map or (ADAPTIVE_MAP if adaptive else FIXED_MAP),
+            feature_loss=loss, max_features=int(self.max_features),
+            min_features=int(self.min_features), feature_time=float(self.feature_time),
+            feature_tol=float(self.feature_tol),
             feature_seed=int(seed), refine_evals=int(self.refine_evals),
             machine_name=machine.name, classifier=machine.is_classifier,
             feature_intercept=bool(machine.fit_intercept))
@@ -188,18 +243,67 @@ class FeatureSpace(CVMethod):
     def default_lams(self, n_samples):
         return [float(v) for v in c_to_lam(paper_cs(), n_samples)]
 
+    @property
+    def adaptive(self) -> bool:
+        """Whether D grows (``features="auto"``)."""
+        return self.features == "auto"
+
+    @property
+    def checkpointable(self) -> bool:
+        return not self.adaptive
+
+    def describe(self) -> str:
+        if self.adaptive:
+            return ("the adaptive feature count of method 'rff' (features='auto'), whose "
+                    "grid changes with D: give a fixed number of features (--features D)")
+        return super().describe()
+
+    @property
+    def n_features(self):
+        """The D of the scores: the fixed D, or the one the growth stopped at."""
+        return self.features_used if self.adaptive else self.features
+
     def check_memory(self, X, n_samples, workers, memory_budget=None):
-        estimate = check_feature_memory(X, self.features, self.feature_map, workers,
-                                        memory_budget)
+        """The estimate of the search's peak memory, refused when over the budget.
+
+        In memory with a fixed D: the n x D features (:func:`check_feature_memory`).
+        With the sums (the square loss, or any loss on streamed rows): one chunk, the
+        fold sums of one setting, the map's own storage (at the first size of the
+        adaptive count), plus, for streamed rows, :data:`STREAMED_ROW_BYTES` per row (the
+        targets as read and as +-1, the int64 fold ids and their temporaries) and the
+        text block being parsed (:func:`~kernelcv.selection.feature_growth.sums_memory`).
+        """
+        streamed = is_row_source(X)
+        D = min(self.min_features, n_samples) if self.adaptive else self.features
+        if not streamed and (not self.adaptive or self.feature_loss != "square"):
+            estimate = check_feature_memory(X, D, self.feature_map, workers, memory_budget)
+        else:
+            estimate = sums_memory(D, 10, 1, chunk_rows_for(D, row_bytes(X)), row_bytes(X),
+                                   map_memory(X, D, self.feature_map))
+            if streamed:
+                estimate += STREAMED_ROW_BYTES * n_samples + getattr(X, "parse_bytes", 0)
+            limit = memory_budget_bytes(memory_budget)
+            if estimate > limit:
+                hint = ("use --feature-map nystroem (D landmark rows, not a d x D draw) or "
+                        if self.feature_map == "rff" else "")
+                raise KernelCVError(
+                    f"the rff search needs about {format_bytes(estimate)} at D = {D} "
+                    f"({'its first size' if self.adaptive else 'fixed'}), more than the "
+                    f"memory budget {format_bytes(limit)}; {hint}raise the budget with "
+                    "--memory-budget")
         check_refine_memory(self.refine, self.machine_name, n_samples, memory_budget)
         return estimate
 
     def config_entries(self, machine):
-        return {**super().config_entries(machine), "features": self.features,
-                "feature_map": self.feature_map, "feature_loss": self.feature_loss,
-                "feature_seed": self.feature_seed,
-                "feature_intercept": self.feature_intercept, "classifier": self.classifier,
-                "refine": self.refine, "refine_evals": self.refine_evals}
+        entries = {**super().config_entries(machine), "features": self.features,
+                   "feature_map": self.feature_map, "feature_loss": self.feature_loss,
+                   "feature_seed": self.feature_seed,
+                   "feature_intercept": self.feature_intercept, "classifier": self.classifier,
+                   "refine": self.refine, "refine_evals": self.refine_evals}
+        if self.adaptive:  # only then: checkpoints of a fixed D keep their keys
+            entries.update(max_features=self.max_features, min_features=self.min_features,
+                           feature_time=self.feature_time, feature_tol=self.feature_tol)
+        return entries
 
     def prepare(self, X, memory_budget=None, parallel=False):
         """The fitted map and its gamma-free base, once for every gamma (O(nnz(X) D)).
@@ -208,23 +312,71 @@ class FeatureSpace(CVMethod):
         fold-out models see the inputs x (never the labels) of some held-out points
         through the map, an x-only leak that the report notes. Raises
         :class:`KernelCVError` when the base is not finite (data too large for the map).
+        With ``features="auto"`` or streamed rows nothing is prepared: the growth draws
+        its own map.
         """
+        if self.adaptive or is_row_source(X):
+            return {}
         with _feature_threads(X.shape[0], self.features):
             fmap = FeatureMap(self.feature_map, self.features, self.feature_seed).fit(X)
             return {"map": fmap, "base": fmap.base(X)}
 
+    def search_grid(self, X, y, fold_ids, settings, setting_lams, shared, execution):
+        """With ``features="auto"``, streamed rows (X a row source of
+        :mod:`kernelcv.rowchunks`) or a Dask cluster (``scheduler`` or backend "dask": the
+        rows go to its workers by partitions, :mod:`kernelcv.selection.dask_rows`): the
+        growth of D, or one size (:func:`~kernelcv.selection.feature_growth.grow_features`);
+        else None (the driver evaluates the grid on the features in memory)."""
+        streamed = is_row_source(X)
+        cluster = execution.scheduler is not None or execution.backend == "dask"
+        if not (self.adaptive or streamed or cluster):
+            return None
+        notes = []
+        if streamed or cluster:
+            self._check_streamed(y.shape[0], notes, streamed)
+        with _feature_threads(y.shape[0], self.max_features):
+            if cluster:
+                with dask_rows(execution.scheduler, X, y, fold_ids) as rows:
+                    growth = grow_features(self, settings, setting_lams, rows, shared,
+                                           execution)
+            else:
+                rows = LocalRows(X if streamed else ArraySource(X, y), y, fold_ids)
+                growth = grow_features(self, settings, setting_lams, rows, shared,
+                                       execution, None if streamed else X)
+        method = replace(self, features_used=growth.features, growth=growth,
+                         refine=False if streamed else self.refine)
+        return growth.per_setting, growth.choice, method, [*growth.notes, *notes]
+
+    def _check_streamed(self, n, notes, streamed=True):
+        """What a search on streamed rows (or rows on a cluster) cannot do: LIBLINEAR's
+        hinge, the exact refinement (both need the rows in memory)."""
+        if self.feature_loss == "hinge":
+            raise KernelCVError("the hinge loss runs LIBLINEAR on the features in memory; "
+                                "with rows read in chunks or on a Dask cluster use "
+                                "feature_loss 'square' or 'squared_hinge'")
+        if not streamed:
+            return
+        if self.refine is True:
+            raise KernelCVError("the exact refinement refits kernel machines on the rows in "
+                                "memory; with rows read in chunks use refine 'auto' or off")
+        if refine_wanted(self.refine, n):
+            notes.append("not refined: the exact refinement needs the rows in memory, and "
+                         "they were read in chunks")
+
     def fitted_map(self, data):
-        return data["map"]
+        if self.growth is not None:
+            return self.growth.feature_map
+        return data.get("map")
 
     def score_label(self, folds, metric):
-        return f"{folds}-fold CV {metric} ({self.feature_map}, D = {self.features})"
+        return f"{folds}-fold CV {metric} ({self.feature_map}, D = {self.n_features})"
 
     def evaluate_setting(self, data, y, fold_ids, setting, lams, *, machine,
                          random_state=None, memory_budget=None):
         """All lam of one gamma in feature space (see :mod:`kernelcv.criteria.random_features`).
 
         Records are shaped like the kernel methods' (``order_used`` None, never
-        degenerate) plus ``C = 1 / (2 n lam)``.
+        degenerate) plus ``C = 1 / (2 n lam)`` and ``features`` (D).
         """
         tic = time.perf_counter()
         n = y.shape[0]
@@ -235,27 +387,39 @@ class FeatureSpace(CVMethod):
                            classifier=self.classifier, random_state=self.feature_seed,
                            fit_intercept=self.feature_intercept)
         setup = (time.perf_counter() - tic - path.seconds.sum()) / len(lams)
-        records = []
-        for k, lam in enumerate(lams):
-            errors = path.fold_errors[k]
-            records.append({
-                "lam": float(lam), "C": float(lam_to_c(lam, n)),
-                "score": float(path.cv_error[k]), "cv_error": float(path.cv_error[k]),
-                "fold_errors": [float(e) for e in errors],
-                "fold_sizes": [int(c) for c in path.fold_sizes],
-                "n_folds": int(path.fold_sizes.size), "order_used": None,
-                "degenerate": False, "heldout_ratio": None,
-                "seconds": float(path.seconds[k] + setup),
-                "fit_seconds": float(path.seconds[k]),
-                "notes": list(path.notes) if k == 0 else [],
-            })
-        return records
+        return path_records(path, lams, n, data["map"].n_features, setup)
 
     def report_entries(self, config):
-        return {"feature_space": {k: config[k] for k in (
+        entry = {k: config[k] for k in (
             "features", "feature_map", "feature_loss", "feature_seed", "feature_intercept",
-            "memory_estimate", "refine", "refine_evals")}}
+            "memory_estimate", "refine", "refine_evals")}
+        growth = self.growth
+        entry["adaptive"] = self.adaptive
+        if self.adaptive:
+            entry.update(features=self.n_features, max_features=self.max_features,
+                         min_features=self.min_features, feature_time=self.feature_time,
+                         feature_tol=self.feature_tol)
+            if growth is not None:
+                entry.update(path=growth.path, stop=growth.stop)
+        return {"feature_space": entry}
 
     def notes(self, candidates, best_index, n_samples):
-        return [*edge_notes(candidates, best_index, self.features),
-                *feature_notes(self.features, self.feature_map, n_samples)]
+        D = self.n_features or self.max_features
+        more = ("a larger --max-features or --feature-time" if self.adaptive
+                else "e.g. --features 300 --feature-loss square")
+        return [*edge_notes(candidates, best_index, D, more),
+                *feature_notes(D, self.feature_map, n_samples),
+                *growth_notes(self.growth if self.adaptive else None)]
+
+
+def growth_notes(growth) -> list[str]:
+    """The printed note of the adaptive feature count: the D used and why."""
+    if growth is None:
+        return []
+    why = {"stable": "the choice was stable over the last two sizes",
+           "time": "the time budget of the growth ran out",
+           "memory": "the next size exceeds the memory budget",
+           "max_features": "the largest size allowed (max_features) was reached",
+           "n": "D reached the number of samples"}[growth.stop]
+    sizes = ", ".join(str(step["features"]) for step in growth.path)
+    return [f"adaptive feature count: D = {growth.features} ({why}; sizes {sizes})"]

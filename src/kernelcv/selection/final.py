@@ -3,9 +3,13 @@
 After a feature-space search (``method="rff"``) the chosen (gamma, lam) is fit once on all
 the training data, either as the exact kernel machine (LIBSVM's SVC for svm; for the other
 machines a clone of the kernelcv estimator the caller passes, or else the same fit as a
-:class:`kernelcv.machines.model.KernelModel`) or, for very large n, as the linear machine
-in feature space. scikit-learn (SVC, ``clone``) is imported only by the branches that use
-it.
+:class:`kernelcv.machines.model.KernelModel`) or, for large n (above ``kernel_limit``,
+default 100,000 samples, where one exact SVC fit costs O(n^2)-O(n^3)), as the linear
+machine in feature space with more features than the search used (``final_features``,
+default twice the search's D): a fresh nested draw of the search's map and seed. With
+the square loss that fit needs only sums over row chunks (no n x D matrix:
+:func:`kernelcv.criteria.feature_sums.square_full_model`). scikit-learn (SVC, ``clone``)
+is imported only by the branches that use it.
 """
 
 from __future__ import annotations
@@ -13,15 +17,20 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..criteria.feature_newton import squared_hinge_sums_path
+from ..criteria.feature_sums import chunk_square_sums, square_full_model
 from ..criteria.random_features import fit_linear
 from ..exceptions import KernelCVError
-from ..features import LinearFeatureModel
+from ..features import FeatureMap, LinearFeatureModel
 from ..kernels import Kernel
 from ..machines.model import KernelModel
 from ..memory import check_dense_budget
+from ..rowchunks import ArraySource, chunk_rows_for, is_row_source
 from ..validation import check_data
+from .rowmap import LocalRows
 
-FINAL_KERNEL_LIMIT = 100_000  # samples beyond which final="auto" keeps the linear model
+FINAL_KERNEL_LIMIT = 100_000  # samples beyond which final="auto" fits in feature space
+FINAL_FEATURE_FACTOR = 2  # the feature-space final model has this many times the search's D
 FINAL_CACHE_MB = 1000  # LIBSVM kernel cache of the final SVC fit
 DENSE_FINAL_BYTES = 512 * 2**20  # densify sparse X up to this size for the final SVC
 # Dense n x n float64 matrices a kernelcv estimator holds while it fits (Gram + solver).
@@ -94,7 +103,15 @@ def check_final_kernel(machine: str, n: int, memory_budget=None):
                        memory_budget)
 
 
-def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimator=None):
+def final_feature_count(result, n: int, final_features=None) -> int:
+    """D of a feature-space final model: ``final_features``, else
+    :data:`FINAL_FEATURE_FACTOR` times the search's D (Nystroem: at most n)."""
+    D = final_features or FINAL_FEATURE_FACTOR * result.feature_map.n_features
+    return int(min(D, n) if result.criterion.feature_map == "nystroem" else D)
+
+
+def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimator=None,
+              kernel_limit=None, final_features=None, rows=None):
     """The final model of a feature-space search at the chosen (gamma, lam).
 
     ``final="kernel"``: the exact kernel machine -- scikit-learn's ``SVC(C = 1/(2 n lam),
@@ -102,12 +119,15 @@ def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimat
     a clone of ``estimator`` (a kernelcv estimator, e.g. ``L2SVMClassifier``, carrying the
     search's options) or, without one, a :class:`~kernelcv.machines.model.KernelModel` of
     the searched machine (``result.machine_spec``: the same fit, no scikit-learn).
-    ``"linear"``: the linear model in feature space
-    (:class:`kernelcv.features.LinearFeatureModel`), O(n D) memory, with the search's
-    intercept setting. ``"auto"``: kernel up to :data:`FINAL_KERNEL_LIMIT` samples when
-    the dense n x n fit fits the memory budget (svm: always), linear otherwise (a note).
+    ``"linear"``: the linear model in feature space with :func:`final_feature_count`
+    features (:class:`kernelcv.features.LinearFeatureModel`), with the search's loss and
+    intercept setting. ``"auto"``: kernel up to ``kernel_limit`` samples (default
+    :data:`FINAL_KERNEL_LIMIT`) when the dense n x n fit fits the memory budget (svm:
+    always), linear otherwise (a note says so).
 
-    ``best`` (default ``result.best``): the chosen ``gamma`` and ``lam``.
+    ``best`` (default ``result.best``): the chosen ``gamma`` and ``lam``. ``rows``: the
+    training rows as a :class:`~kernelcv.selection.rowmap.LocalRows` (out of core; X may
+    then be None and only the feature-space model is possible).
 
     Returns
     -------
@@ -115,34 +135,42 @@ def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimat
     kind : ``"kernel"`` or ``"linear"``
     notes : list of str
     """
-    space = result.criterion  # the FeatureSpace method of the search
     best = result.best if best is None else best
     gamma, lam = float(best["gamma"]), float(best["lam"])
     n = y.shape[0]
     machine = result.machine
+    limit = FINAL_KERNEL_LIMIT if kernel_limit is None else int(kernel_limit)
     notes = []
     kind = final
-    if final == "auto":
-        kind = "kernel" if n <= FINAL_KERNEL_LIMIT else "linear"
+    streamed = is_row_source(X)
+    if streamed and final == "kernel":
+        raise KernelCVError("the exact kernel machine is fitted on the rows in memory; rows "
+                            "read in chunks get the feature-space model (final 'linear')")
+    if final == "auto" and streamed:
+        kind = "linear"
+        notes.append("the rows were read in chunks: the chosen (gamma, C) was fitted in "
+                     f"feature space with D = {final_feature_count(result, n, final_features)}"
+                     " features (the exact kernel machine needs the rows in memory)")
+    elif final == "auto":
+        kind = "kernel" if n <= limit else "linear"
         if kind == "linear":
             notes.append(
-                f"n = {n} > {FINAL_KERNEL_LIMIT}: the exact kernel fit would cost O(n^2) "
-                "time and cache memory, so the linear model in feature space was kept; "
-                "use --final kernel (final='kernel') to fit it anyway")
+                f"n = {n} > {limit}: the exact kernel fit would cost O(n^2) time and cache "
+                "memory, so the chosen (gamma, C) was fitted in feature space with D = "
+                f"{final_feature_count(result, n, final_features)} features (the search "
+                f"used {result.feature_map.n_features}); use --final kernel "
+                "(final='kernel') to fit the kernel machine anyway")
         elif not kernel_final_fits(machine, n, memory_budget):
             kind = "linear"
             notes.append(
                 f"the exact {machine} fit needs {FINAL_DENSE_MATRICES:g} dense {n} x {n} "
-                "matrices, more than the memory budget, so the linear model in feature "
-                "space was kept")
+                "matrices, more than the memory budget, so the chosen (gamma, C) was "
+                f"fitted in feature space with D = "
+                f"{final_feature_count(result, n, final_features)} features")
     if kind == "linear":
-        _, y_pm, mapping = _pm_labels(y, space.classifier)
-        fmap = result.feature_map
-        Z = fmap.transform(X, gamma)
-        w, c = fit_linear(Z, y_pm, lam, space.feature_loss, random_state=space.feature_seed,
-                          fit_intercept=space.feature_intercept)
-        classes = (mapping[-1], mapping[1]) if mapping is not None else None
-        return LinearFeatureModel(fmap, gamma, w, c, classes), "linear", notes
+        model = _fit_in_feature_space(X, y, result, gamma, lam,
+                                      final_feature_count(result, n, final_features), rows)
+        return model, "linear", notes
     if machine == "svm":
         from sklearn.svm import SVC
 
@@ -162,6 +190,53 @@ def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimat
     if model.memory_budget is None:
         model.set_params(memory_budget=memory_budget)
     return model.fit(X, y), "kernel", notes
+
+
+def _fit_in_feature_space(X, y, result, gamma, lam, n_features, rows=None):
+    """The search's linear machine on all rows with ``n_features`` features.
+
+    The square loss sums over row chunks (``rows``, or X's rows), O(n D^2 + D^3) time and
+    O(chunk D + D^2) memory; the hinge losses fit on the n x D features in memory.
+    """
+    space = result.criterion
+    _, y_pm, mapping = _pm_labels(y, space.classifier)
+    classes = (mapping[-1], mapping[1]) if mapping is not None else None
+    if rows is None:  # one "fold" of all rows (the second, so that model 0 has them all)
+        source = X if is_row_source(X) else ArraySource(X, y_pm)
+        rows = LocalRows(source, y_pm, np.ones(y.shape[0], dtype=np.intp), n_folds=2)
+    fmap = FeatureMap(space.feature_map, n_features, space.feature_seed, nested=True)
+    fmap.draw(rows.n_rows, rows.n_dims)
+    if fmap.kind == "nystroem":
+        fmap.set_landmarks(rows.take(fmap.landmark_rows_))
+    chunk = chunk_rows_for(n_features, rows.source.row_bytes)
+    if space.feature_loss == "square":
+        projection = fmap.projection(gamma)
+        sums = rows.map_reduce(chunk_square_sums, chunk, fmap=fmap, gammas=[gamma],
+                               projections=[projection], n_folds=rows.n_folds)[0]
+        w, c = square_full_model(sums, lam, space.feature_intercept)
+    elif is_row_source(X) and space.feature_loss == "squared_hinge":
+        models, _ = squared_hinge_sums_path(rows, fmap, gamma, [lam], chunk,
+                                            space.feature_intercept)
+        w, c = models.coef[0, :, 0], float(models.intercept[0, 0])
+    else:
+        w, c = fit_linear(fmap.transform(X, gamma), y_pm, lam, space.feature_loss,
+                          random_state=space.feature_seed,
+                          fit_intercept=space.feature_intercept)
+    return LinearFeatureModel(fmap, gamma, w, c, classes)
+
+
+def svc_as_kernel_model(model: ChunkedSVC, machine, gamma: float, lam: float) -> KernelModel:
+    """The fitted SVC of :func:`fit_final` as a :class:`KernelModel` (support vectors,
+    signed dual coefficients, intercept; ``f(x) = sum_j a_j k(x, sv_j) + b``, the SVC's
+    decision value), so that it can be saved without pickle."""
+    svc = model.svc
+    out = KernelModel(machine, Kernel("rbf", gamma=gamma), lam)
+    vectors = svc.support_vectors_
+    out.X_fit_ = sp.csr_matrix(vectors) if sp.issparse(vectors) else np.asarray(vectors)
+    out.dual_coef_ = np.asarray(svc.dual_coef_[0], dtype=np.float64).copy()
+    out.intercept_ = float(svc.intercept_[0])
+    out.classes_ = np.asarray(svc.classes_)
+    return out
 
 
 def _pm_labels(y, classifier):

@@ -87,6 +87,15 @@ class CVMethod:
 
     scoring: HeldoutScore | None = None
 
+    @property
+    def checkpointable(self) -> bool:
+        """Whether a checkpoint of finished kernel settings can resume this search."""
+        return True
+
+    def describe(self) -> str:
+        """The method in words, for messages."""
+        return f"method {self.name!r}"
+
     # ------------------------------------------------------------------ before the grid
     def bind(self, machine: Machine, kernel: str, random_state=None) -> CVMethod:
         """Check that the method accepts ``machine`` and ``kernel``; a resolved copy."""
@@ -131,6 +140,13 @@ class CVMethod:
         return None
 
     # ------------------------------------------------------------------ the grid
+    def search_grid(self, X, y, fold_ids, settings, setting_lams, shared, execution):
+        """A method that walks the grid itself returns ``(per_setting, chosen, method,
+        notes)`` here: the records per setting, its choice ``(setting, lam position)``,
+        the method with what the walk resolved, notes. None (default): the driver
+        evaluates the grid."""
+        return None
+
     def prepare(self, X, memory_budget=None, parallel: bool = False):
         """The data shared by every task: a :class:`GramFactory` (or X for workers)."""
         return X if parallel else GramFactory(X, memory_budget=memory_budget)

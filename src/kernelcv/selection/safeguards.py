@@ -120,13 +120,17 @@ def run_safeguards(candidates, method, options, average, shared, store, executio
     return rechecked, confirmed
 
 
-def choose(candidates, safeguarded, score_is_error, confirmed, rechecked) -> int:
+def choose(candidates, safeguarded, score_is_error, confirmed, rechecked,
+           chosen=None) -> int:
     """Best candidate: by exact error among the refit pool, else by score (ties: grid order).
 
     The refit pool of a safeguarded method is every candidate with an exact error: the
     confirmed ones and the rechecked (degenerate) ones, so no candidate with a better
-    exact error than the choice is left behind.
+    exact error than the choice is left behind. ``chosen`` = ``(setting, lam position)``:
+    a method that walked the grid itself made the choice (the rff feature growth).
     """
+    if chosen is not None:
+        return [i for i, c in enumerate(candidates) if c["setting"] == chosen[0]][chosen[1]]
     if safeguarded and confirmed:
         pool = set(confirmed) | set(rechecked)
         return min(pool, key=lambda i: (candidates[i]["exact_error"], i))

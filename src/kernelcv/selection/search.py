@@ -23,9 +23,11 @@ import numpy as np
 
 from ..exceptions import KernelCVError
 from ..machines import Machine, make_machine
+from ..rowchunks import as_source
 from ..validation import check_data, make_folds
 from .checkpoint import Checkpoint, fingerprint
 from .edges import edge_note, grid_edges
+from .feature_growth import MAX_FEATURES, TIME_BUDGET
 from .feature_space import FeatureSpace
 from .methods import BIF, GACV, ClosedForm, CVMethod, ExactRefit, GranularityRule
 from .options import AVERAGES, Execution, Safeguards, SearchSpace, kernel_settings
@@ -48,7 +50,7 @@ METHODS = tuple(METHOD_CLASSES)
 # Option names that select results of nothing: they may differ when a checkpoint resumes.
 _NOT_FINGERPRINTED = ("memory_budget", "memory_estimate", "refine", "refine_evals")
 # The default options of the random-feature method (refused with other methods).
-_FEATURE_DEFAULTS = (30, "rff", None, None, "auto", REFINE_MAX_EVALS)
+_FEATURE_DEFAULTS = ("auto", None, None, None, "auto", REFINE_MAX_EVALS, MAX_FEATURES, TIME_BUDGET)
 
 __all__ = ["METHODS", "APPROXIMATE", "SearchResult", "default_method", "grid_search",
            "kernel_settings", "make_method", "run_search"]
@@ -57,6 +59,8 @@ __all__ = ["METHODS", "APPROXIMATE", "SearchResult", "default_method", "grid_sea
 def default_method(machine: str) -> str:
     """Closed-form (exact and fast) for krr/lssvm, BIF for the other machines."""
     return "closed-form" if machine in ("krr", "lssvm") else "bif"
+
+
 @dataclass
 class SearchResult:
     """Outcome of :func:`grid_search`.
@@ -135,9 +139,10 @@ class SearchResult:
 
 
 def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
-                granularity="adaptive", tol=1e-6, features=30, feature_map="rff",
+                granularity="adaptive", tol=1e-6, features="auto", feature_map=None,
                 feature_loss=None, feature_seed=None, refine="auto",
-                refine_evals=REFINE_MAX_EVALS) -> CVMethod:
+                refine_evals=REFINE_MAX_EVALS, max_features=MAX_FEATURES,
+                feature_time=TIME_BUDGET) -> CVMethod:
     """The CV method object of the flat options (``grid_search``'s, the CLI's).
 
     ``folds="auto"`` becomes BIF granularity selection (:class:`GranularityRule` with
@@ -149,9 +154,9 @@ def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
         raise KernelCVError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     rff = method == FeatureSpace.name
     if not rff and (features, feature_map, feature_loss, feature_seed, refine,
-                    refine_evals) != _FEATURE_DEFAULTS:
-        raise KernelCVError("features, feature_map, feature_loss, feature_seed, refine and "
-                            "refine_evals belong to method='rff'")
+                    refine_evals, max_features, feature_time) != _FEATURE_DEFAULTS:
+        raise KernelCVError("features, feature_map, feature_loss, feature_seed, refine(_evals), "
+                            "max_features and feature_time belong to method='rff'")
     auto = isinstance(folds, str)
     if auto and rff and folds == "auto":
         raise KernelCVError("folds='auto' chooses BIF orders; give method 'rff' a number "
@@ -171,7 +176,8 @@ def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
     if rff:
         return FeatureSpace(features=features, feature_map=feature_map,
                             feature_loss=feature_loss, feature_seed=feature_seed,
-                            refine=refine, refine_evals=refine_evals)
+                            refine=refine, refine_evals=refine_evals,
+                            max_features=max_features, feature_time=feature_time)
     if method == BIF.name:
         return BIF(order=order, tol=tol)
     return METHOD_CLASSES[method]()
@@ -212,13 +218,15 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     safeguards = Safeguards() if safeguards is None else safeguards
     execution = Execution() if execution is None else execution
     screening = Screening() if screening is None else screening
+    if execution.checkpoint is not None and not method.checkpointable:
+        raise KernelCVError(f"a checkpoint cannot resume {method.describe()}")
     if screening.enabled and (execution.checkpoint is not None or method.refines):
         raise KernelCVError("screening evaluates part of the grid: it combines neither "
                             "with a checkpoint nor with the random-feature method; use "
                             "screen='off' there")
     if average not in AVERAGES:
         raise KernelCVError(f"average must be 'pooled' or 'folds', got {average!r}")
-    X, y, mapping = check_data(X, y, machine.is_classifier, multiclass=True)
+    X, y, mapping = check_data(*as_source(X, y), machine.is_classifier, multiclass=True)
     if machine.is_classifier and len(mapping) > 2:
         machine = replace(machine, n_classes=len(mapping))
     if method.scoring is not None:
@@ -253,10 +261,15 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
               "machine": machine, "random_state": random_state, "memory_budget": budget}
 
     search_tic = time.perf_counter()
-    per_setting, rounds, screen_notes = evaluate_grid(
-        settings, setting_lams, shared, execution, screening, store,
-        subsample=(X, method, machine.is_classifier, random_state,
-                   machine.is_multiclass and machine.multiclass == "ovo"))
+    walked = method.search_grid(X, y, fold_ids, settings, setting_lams, shared, execution)
+    if walked is not None:  # the method walks the grid itself (the rff feature growth)
+        (per_setting, chosen, method, walk_notes), rounds, screen_notes = walked, 0, []
+    else:
+        chosen, walk_notes = None, []
+        per_setting, rounds, screen_notes = evaluate_grid(
+            settings, setting_lams, shared, execution, screening, store,
+            subsample=(X, method, machine.is_classifier, random_state,
+                       machine.is_multiclass and machine.multiclass == "ovo"))
     search_seconds = time.perf_counter() - search_tic
 
     order = method.reported_order()
@@ -280,12 +293,13 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         rechecked, confirmed = run_safeguards(candidates, method, safeguards, average,
                                               shared, store, execution, heldout)
     best_index = choose(candidates, method.safeguarded, method.score_is_error, confirmed,
-                        rechecked)
+                        rechecked, chosen)
     rank(candidates)
     if none_finite(candidates):
         warnings.warn(NONE_FINITE_WARNING, RuntimeWarning, stacklevel=2)
     confirm_seconds = time.perf_counter() - confirm_tic
     notes, refined, refine_tic = list(store.notes) if store else [], [], time.perf_counter()
+    notes.extend(walk_notes)
     if method.refines:
         best_index, refined, refine_notes = refine_search(
             X, y, fold_ids, candidates, best_index, machine, average, method.refine,
@@ -331,9 +345,10 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
                 epsilon=None, granularity="adaptive", confirm=3, recheck_degenerate=True,
                 average="pooled", random_state=0, tol=1e-6, n_jobs=1, backend="auto",
                 scheduler=None, checkpoint=None, progress=None, memory_budget=None,
-                settings=None, setting_lams=None, Cs=None, features=30, feature_map="rff",
+                settings=None, setting_lams=None, Cs=None, features="auto", feature_map=None,
                 feature_loss=None, feature_seed=None, refine="auto",
-                refine_evals=REFINE_MAX_EVALS, screen="off") -> SearchResult:
+                refine_evals=REFINE_MAX_EVALS, screen="off", max_features=MAX_FEATURES,
+                feature_time=TIME_BUDGET) -> SearchResult:
     """Choose the kernel parameter and lam of a kernel machine by (approximate) CV.
 
     The flat keyword interface: it builds the machine, the method object, the search
@@ -387,10 +402,10 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         list per setting, used by :class:`KernelSearchCV`.
     Cs : instead of ``lams``, SVC-style values C; ``lam = 1 / (2 n C)`` (divide
         ``0.5||w||^2 + C sum loss`` by ``n C`` to get the mean-loss form).
-    features, feature_map, feature_loss : ``rff`` only: D (default 30), ``"rff"`` (random
-        Fourier features) or ``"nystroem"``, and the loss of the linear machine in feature
-        space (``"squared_hinge"`` for svm/l2svm, ``"square"`` for krr/lssvm by default;
-        ``"hinge"`` runs LIBLINEAR's L1-loss SVM as in the paper, slowly at large C).
+    features, feature_map, feature_loss, max_features, feature_time : ``rff`` only: D or
+        ``"auto"`` (:mod:`kernelcv.selection.feature_growth`: nystroem, square loss); a
+        fixed D defaults to ``"rff"`` and ``"squared_hinge"`` for svm/l2svm, else
+        ``"square"`` (``"hinge"``: LIBLINEAR's L1-loss SVM as in the paper, slow at large C).
         The feature-space model has a free intercept exactly when the machine has one
         (none for krr; svm needs one: its refits and final fit are SVC's).
     feature_seed : ``rff`` only: seed of the feature draw (default: ``random_state`` when
@@ -428,7 +443,8 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
                             granularity=granularity, tol=tol, features=features,
                             feature_map=feature_map, feature_loss=feature_loss,
                             feature_seed=feature_seed, refine=refine,
-                            refine_evals=refine_evals)
+                            refine_evals=refine_evals, max_features=max_features,
+                            feature_time=feature_time)
     cv_method.bind(machine_spec, kernel, random_state)  # machine/kernel errors first
     if average not in AVERAGES:
         raise KernelCVError(f"average must be 'pooled' or 'folds', got {average!r}")

@@ -1,0 +1,198 @@
+"""The training rows on a Dask cluster, by row partitions: the chunk sums as map-reduce.
+
+:class:`DaskRows` has the interface of :class:`~kernelcv.selection.rowmap.LocalRows`
+(``map_reduce``, ``take``, ``fold_counts``, ``n_rows``, ``n_dims``, ``n_folds``), but
+its rows live on the workers, partition by partition, and never all in one process:
+
+* an in-memory array or a row source read here (a file streamed a block at a time) is
+  cut into partitions of about :data:`PARTITION_BYTES`, each scattered to one worker
+  (round robin) as soon as it is read, with its targets and fold ids;
+* a ``dask.array`` X stays where it is computed: each row block becomes one partition
+  on the cluster (``client.compute`` of the block with its targets and fold ids).
+
+``map_reduce(function, chunk_rows, **kw)`` scatters ``kw`` once, runs ``function`` over
+the chunks of every partition on the worker that holds it (a partition's chunks add up
+there), and adds the partition results pairwise on the cluster, so one result comes back.
+The sums are the same as :class:`LocalRows`'s up to the order of floating-point
+additions (tested to 1e-8). Worker memory: its partitions (spilled to disk by Dask when
+over ``memory_limit``) plus one chunk and the sums.
+
+A scheduler that cannot be reached within
+:data:`~kernelcv.selection.backends.DASK_CONNECT_TIMEOUT` seconds, and a worker lost
+during the search (its scattered partitions cannot be recomputed), are one-line
+:class:`~kernelcv.exceptions.KernelCVError` s, never a hang; the caller writes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..exceptions import KernelCVError
+from ..rowchunks import DaskArraySource, is_row_source
+from .backends import _check_address, _connect, _default_client, _import_distributed, _one_line
+
+#: Bytes of X per partition scattered from here.
+PARTITION_BYTES = 64 * 2**20
+# Errors by which distributed reports lost data or a lost worker.
+_LOST = ("FutureCancelledError", "CancelledError", "KilledWorker", "CommClosedError")
+
+
+def add_results(out, part):
+    """Add a chunk function's result ``part`` to ``out`` (lists and tuples by element;
+    :class:`~kernelcv.criteria.feature_sums.FoldSums` and arrays by value)."""
+    if out is None:
+        return part
+    if isinstance(out, list | tuple):
+        return type(out)(add_results(a, b) for a, b in zip(out, part, strict=True))
+    return out + part
+
+
+def _partition_map(function, part, chunk_rows, kwargs):
+    """``function`` over the chunks of one partition ``(X, y, fold_ids, start)``."""
+    X, y, fold_ids, _ = part
+    out = None
+    for a in range(0, y.shape[0], chunk_rows):
+        out = function(X[a:a + chunk_rows], y[a:a + chunk_rows], fold_ids[a:a + chunk_rows],
+                       out=out, **kwargs)
+    return out
+
+
+def _partition_take(part, rows):
+    """The rows of ``rows`` (global indices, sorted) that this partition holds."""
+    X, y, _, start = part
+    inside = rows[(rows >= start) & (rows < start + y.shape[0])]
+    return inside, X[inside - start]
+
+
+def _make_partition(X, y, fold_ids, start):
+    return np.asarray(X, dtype=np.float64), y, fold_ids, start
+
+
+class DaskRows:
+    """The training rows as partitions on a Dask cluster (see the module docstring)."""
+
+    def __init__(self, client, partitions, n_rows, n_dims, y, fold_ids, row_bytes,
+                 distributed):
+        self.client = client
+        self.partitions = partitions
+        self.n_rows, self.n_dims = int(n_rows), int(n_dims)
+        self.fold_ids = np.asarray(fold_ids)
+        self.n_folds = int(self.fold_ids.max()) + 1
+        self.row_bytes = float(row_bytes)
+        self.source = self  # what the callers read row_bytes from
+        self._distributed = distributed
+        self.passes = 0
+
+    @classmethod
+    def scatter(cls, client, distributed, X, y, fold_ids):
+        """Partitions of an array or a row source, scattered as they are read."""
+        source = X if is_row_source(X) else None
+        n, d = (X.n_rows, X.n_dims) if source else X.shape
+        row_bytes = source.row_bytes if source else 8.0 * d
+        rows = max(1, int(PARTITION_BYTES // max(row_bytes, 8.0)))
+        workers = itertools.cycle(sorted(client.scheduler_info()["workers"]) or [None])
+        pieces = (source.chunks(rows) if source else
+                  ((np.arange(a, min(a + rows, n)), X[a:a + rows], None)
+                   for a in range(0, n, rows)))
+        partitions = []
+        for index, block, _ in pieces:
+            a, b = int(index[0]), int(index[-1]) + 1
+            target = next(workers)
+            part = (block, np.asarray(y[a:b], dtype=np.float64), fold_ids[a:b], a)
+            partitions.append(client.scatter([part], hash=False,  # one future per part
+                                             workers=None if target is None else [target])[0])
+        return cls(client, partitions, n, d, y, fold_ids, row_bytes, distributed)
+
+    @classmethod
+    def from_dask_array(cls, client, distributed, source: DaskArraySource, y, fold_ids):
+        """One partition per row block of a ``dask.array``, computed on the cluster."""
+        from dask import delayed
+
+        X = source.X.rechunk({1: -1}) if source.X.numblocks[1] != 1 else source.X
+        parts = []
+        for block, (a, b) in zip(X.to_delayed()[:, 0], source.row_blocks(), strict=True):
+            parts.append(delayed(_make_partition)(block, np.asarray(y[a:b], dtype=np.float64),
+                                                  fold_ids[a:b], a))
+        return cls(client, client.compute(parts), source.n_rows, source.n_dims, y,
+                   fold_ids, source.row_bytes, distributed)
+
+    def fold_counts(self) -> np.ndarray:
+        return np.bincount(self.fold_ids, minlength=self.n_folds)
+
+    def _results(self, futures):
+        """Wait for futures; a lost worker or cancelled data is a one-line error."""
+        try:
+            return self.client.gather(futures)
+        except Exception as exc:
+            lost = [i for i, p in enumerate(self.partitions) if p.status != "finished"]
+            if lost or type(exc).__name__ in _LOST:
+                raise KernelCVError(
+                    "a Dask worker was lost during the search: the data partitions it held "
+                    f"({len(lost)} of {len(self.partitions)}) cannot be recovered "
+                    f"({_one_line(exc)}); nothing was written: rerun, with more memory "
+                    "per worker if it was killed for memory") from None
+            raise
+
+    def map_reduce(self, function, chunk_rows: int, **kwargs):
+        """``function`` over every chunk of every partition, the results added."""
+        self.passes += 1
+        shared = self.client.scatter([kwargs], hash=False)[0]  # one future for the dict
+        futures = [self.client.submit(_partition_map, function, part, chunk_rows, shared,
+                                      pure=False) for part in self.partitions]
+        while len(futures) > 1:  # pairwise sums on the cluster: one result comes back
+            paired = [self.client.submit(add_results, a, b, pure=False)
+                      for a, b in zip(futures[0::2], futures[1::2], strict=False)]
+            futures = paired + ([futures[-1]] if len(futures) % 2 else [])
+        try:
+            return self._results(futures)[0]
+        finally:  # drop our references: the cluster forgets the result and the arguments
+            del futures, shared
+
+    def take(self, rows):
+        """The given rows of X, in the given order (gathered from their partitions)."""
+        rows = np.asarray(rows)
+        order = np.argsort(rows, kind="stable")
+        parts = self._results([self.client.submit(_partition_take, part, rows[order],
+                                                  pure=False) for part in self.partitions])
+        blocks = [block for index, block in parts if index.size]
+        stacked = sp.vstack(blocks, format="csr") if sp.issparse(blocks[0]) else \
+            np.vstack(blocks)  # in sorted row order: partitions hold consecutive rows
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(order.size)
+        return stacked[inverse]
+
+    def close(self):
+        """Release the partitions (the workers drop them)."""
+        for part in self.partitions:
+            with contextlib.suppress(Exception):
+                part.release()
+        self.partitions = []
+
+
+@contextlib.contextmanager
+def dask_rows(scheduler, X, y, fold_ids):
+    """:class:`DaskRows` of X on the cluster at ``scheduler`` (an address, a Client, or
+    None for the default client), released (and a client opened here closed) at the end."""
+    distributed = _import_distributed()
+    owns = isinstance(scheduler, str)
+    if owns:
+        _check_address(distributed, scheduler)
+        client = _connect(distributed, scheduler)
+    else:
+        client = _default_client(distributed) if scheduler is None else scheduler
+    rows = None
+    try:
+        if isinstance(X, DaskArraySource):
+            rows = DaskRows.from_dask_array(client, distributed, X, y, fold_ids)
+        else:
+            rows = DaskRows.scatter(client, distributed, X, y, fold_ids)
+        yield rows
+    finally:
+        if rows is not None:
+            rows.close()
+        if owns:
+            client.close()

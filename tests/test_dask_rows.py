@@ -1,0 +1,137 @@
+"""The rff search on a Dask cluster by rows: a real LocalCluster of 2 worker processes,
+each with a memory limit smaller than the data, computes the same CV errors and choice as
+the in-memory search (to 1e-8, same seed and folds), from an array, a dask.array and a
+streamed file; an unreachable scheduler and a lost worker are one-line errors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+from sklearn.datasets import dump_svmlight_file
+
+from kernelcv.cli import main
+from kernelcv.exceptions import KernelCVError
+from kernelcv.selection import backends, dask_rows
+from kernelcv.selection.search import grid_search
+from kernelcv.textchunks import open_svmlight_files
+from kernelcv.validation import check_data, make_folds
+
+distributed = pytest.importorskip("distributed")
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+
+N, D = 100_000, 20  # 16 MB of X; each worker may use 12 MB
+GRID = {"gammas": [0.02, 0.2], "Cs": [1.0, 16.0], "folds": 5, "refine": False}
+
+
+@pytest.fixture(scope="module")
+def client():
+    settings = {"distributed.worker.memory.pause": False,
+                "distributed.worker.memory.terminate": False,
+                "logging": {"distributed": "error"}}
+    with dask.config.set(settings):
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                           processes=True, memory_limit="12MB",
+                                           dashboard_address=None)
+        client = distributed.Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(N, D))
+    y = np.where(X[:, 0] - X[:, 1] ** 2 + 0.5 * rng.normal(size=N) > -1.0, 1.0, -1.0)
+    return X, y
+
+
+@pytest.fixture(autouse=True)
+def small_partitions(monkeypatch):
+    monkeypatch.setattr(dask_rows, "PARTITION_BYTES", 2 * 2**20)
+
+
+def _same(result, reference):
+    np.testing.assert_array_equal(result.fold_ids, reference.fold_ids)
+    np.testing.assert_allclose([c["cv_error"] for c in result.candidates],
+                               [c["cv_error"] for c in reference.candidates], atol=1e-8)
+    assert result.best_params == reference.best_params
+
+
+def test_cluster_sums_equal_the_in_memory_search(client, data):
+    X, y = data
+    reference = grid_search(X, y, "svm", method="rff", max_features=128, **GRID)
+    result = grid_search(X, y, "svm", method="rff", scheduler=client, max_features=128,
+                         **GRID)
+    _same(result, reference)
+    assert len(client.run(lambda dask_worker: len(dask_worker.data))) == 2
+
+
+def _blocks_from_file(path, rows):
+    """A dask.array of X whose blocks the workers read from an .npy file themselves."""
+    from dask import delayed
+
+    def block(a, b):
+        return np.load(path, mmap_mode="r")[a:b].copy()
+
+    return da.concatenate([da.from_delayed(delayed(block)(a, min(a + rows, N)),
+                                           (min(a + rows, N) - a, D), dtype=np.float64)
+                           for a in range(0, N, rows)])
+
+
+def test_cluster_from_a_dask_array_and_a_streamed_file(client, data, tmp_path):
+    X, y = data
+    options = {"features": 64, "feature_loss": "square"}
+    reference = grid_search(X, y, "svm", method="rff", **GRID, **options)
+    np.save(tmp_path / "X.npy", X)
+    Xd = _blocks_from_file(str(tmp_path / "X.npy"), 12_500)
+    result = grid_search(Xd, da.from_array(y, chunks=12_500), "svm", method="rff",
+                         scheduler=client, **GRID, **options)
+    _same(result, reference)
+    small = slice(0, 2000)
+    dump_svmlight_file(X[small], y[small], str(tmp_path / "part.svm"))
+    source = open_svmlight_files(tmp_path / "part.svm", block_bytes=2**14)[0]
+    options = {"features": 24, "feature_loss": "squared_hinge", "gammas": [0.2],
+               "Cs": [1.0, 16.0], "folds": 3, "refine": False}
+    reference = grid_search(source, None, "l2svm", method="rff", **options)
+    result = grid_search(source, None, "l2svm", method="rff", backend="dask",
+                         scheduler=client, **options)
+    _same(result, reference)
+
+
+def test_unreachable_scheduler_is_a_clear_error(tmp_path, monkeypatch, capsys, data):
+    monkeypatch.setattr(backends, "DASK_CONNECT_TIMEOUT", 2.0)
+    X, y = data
+    tic = time.perf_counter()
+    with pytest.raises(KernelCVError, match="cannot reach Dask scheduler"):
+        grid_search(X[:500], y[:500], "svm", method="rff", scheduler="tcp://127.0.0.1:9",
+                    **GRID)
+    assert time.perf_counter() - tic < 30
+    dump_svmlight_file(X[:300], y[:300], str(tmp_path / "t.svm"))
+    code = main(["select", str(tmp_path / "t.svm"), "--machine", "svm", "--method", "rff",
+                 "--scheduler", "tcp://127.0.0.1:9", "--out", str(tmp_path / "out"),
+                 "--no-progress"])
+    assert code == 2 and "cannot reach Dask scheduler" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_a_lost_worker_is_a_clear_error(client, data):
+    X, y = data
+    _, y_pm, _ = check_data(X, y, True)
+    folds = make_folds(y_pm, 5, True, 0)
+    with dask_rows.dask_rows(client, X, y_pm, folds) as rows:
+        pids = client.run(os.getpid)
+        os.kill(next(iter(pids.values())), signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while all(p.status == "finished" for p in rows.partitions):
+            assert time.monotonic() < deadline, "the scheduler did not notice"
+            time.sleep(0.1)
+        with pytest.raises(KernelCVError, match="worker was lost"):
+            rows.map_reduce(dask_rows.add_results, 1000)
