@@ -73,9 +73,9 @@ def shared_factorisation_pays(n_active, retained_active, retained_sizes=None) ->
     Per fold: ``sum_i |A_i|^3 / 3``; shared: ``|A|^3`` (Cholesky ``|A|^3 / 3`` and inverse
     ``2 |A|^3 / 3``) plus the direct factorisations of the folds whose retained size
     ``n_i`` differs from the most common one (``retained_sizes``; see
-    :class:`FoldOutSolver`). At t = 10 equal folds the ratio is 2.4 (1.2 with four folds one sample larger: kept
-    per fold); at t = 5 (0.85) and
-    t = 2 (0.08) the per-fold solves are cheaper and are kept.
+    :class:`FoldOutSolver`). At t = 10 equal folds the ratio is 2.4 (1.2 with four folds
+    one sample larger: kept per fold); at t = 5 (0.85) and t = 2 (0.08) the per-fold
+    solves are cheaper and are kept.
     """
     if n_active < SHARED_FACTORISATION_MIN_ACTIVE:
         return False

@@ -12,7 +12,8 @@ Strategy ``"coarse"`` (coarse to fine):
 Strategy ``"halving"`` (for n of a few thousand, where every full-data fit is costly):
 
 1. walk the grid coarse to fine (as ``"coarse"``) on a stratified subsample of about
-   n/3 rows (n/2 when n/3 would leave fewer than 10 rows per fold) (the same folds restricted to it) with lam scaled by n/m, so that
+   n/3 rows (n/2 when n/3 would leave fewer than 10 rows per fold; the same folds
+   restricted to it, of equal size) with lam scaled by n/m, so that
    ``C = 1/(2 n lam)`` is the same as on the full data (as HalvingGridSearchCV keeps C);
    fits there cost about 1/27 of a full-data fit;
 2. evaluate the ``keep`` best subsample points and their 3 x 3 neighbourhoods on the full
