@@ -9,7 +9,7 @@ alpha fixed.
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kernelcv import make_kernel, make_machine
@@ -46,6 +46,9 @@ def _flat_interval(machine, y, F0, b, lam_unused=None):
 
 
 @settings(max_examples=25, deadline=None)
+# a start whose path stops with a point exactly on a knot (the interval's end was then
+# taken from the point's far knot: the intercept came out one Huber width off)
+@example(seed=104, half=6, log_lam=-0.75, log_gamma=-0.75)
 @given(seed=st.integers(0, 10_000), half=st.integers(6, 25),
        log_lam=st.floats(-1.0, 1.0), log_gamma=st.floats(-1.0, 2.0))
 def test_flat_intercept_is_the_midpoint_from_every_start(seed, half, log_lam, log_gamma):

@@ -211,20 +211,28 @@ def _central_intercept(loss, y, F0, b0):
     """The midpoint of the interval of optimal intercepts around ``b0`` (flat slope).
 
     When no point lies on a quadratic piece the objective is linear in b near the
-    optimum and, with ``sum_j g_j = 0``, flat: every b that keeps each point on its piece
-    is optimal (the same alpha). The solver would stop wherever its path entered that
-    interval, so fits from different starts disagreed; the midpoint (LIBSVM's choice for
-    a free-vector-less solution) makes the fit unique. The interval's ends are the
-    nearest piece boundaries (``loss.knots``) above and below each ``F0_j + b0``: O(n).
+    optimum and, with ``sum_j g_j = 0``, flat: every b that keeps each point off the
+    quadratic pieces is optimal (the same alpha). The solver would stop wherever its path
+    entered that interval, so fits from different starts disagreed; the midpoint
+    (LIBSVM's choice for a free-vector-less solution) makes the fit unique. The
+    interval's ends come from the quadratic bands ``[lo, hi]`` between consecutive pairs
+    of ``loss.knots``: a point at ``v = F0_j + b0 <= lo`` bounds the shift above by
+    ``lo - v`` (0 when it sits on the knot, where the line search often stops), one at
+    ``v >= hi`` bounds it below by ``hi - v``. O(n).
     """
     knots = getattr(loss, "knots", None)
     if knots is None:
         return b0
-    shifts = knots(y) - (F0 + b0)[:, None]
-    above, below = shifts[shifts > 0], shifts[shifts < 0]
-    if above.size == 0 or below.size == 0:
+    bands = np.sort(knots(y).reshape(y.shape[0], -1, 2), axis=2)
+    value = (F0 + b0)[:, None]
+    lo, hi = bands[:, :, 0], bands[:, :, 1]
+    below_band, above_band = value <= lo, value >= hi
+    if not np.all(below_band | above_band):
+        return b0  # a point inside a band: not the flat case
+    uppers, lowers = (lo - value)[below_band], (hi - value)[above_band]
+    if uppers.size == 0 or lowers.size == 0:
         return b0
-    return b0 + 0.5 * (float(above.min()) + float(below.max()))
+    return b0 + 0.5 * (float(uppers.min()) + float(lowers.max()))
 
 
 def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, intercept0=0.0,
