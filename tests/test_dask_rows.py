@@ -36,7 +36,7 @@ def client():
     with dask.config.set(settings):
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1,
                                            processes=True, memory_limit="12MB",
-                                           dashboard_address=None)
+                                           dashboard_address=":0")
         client = distributed.Client(cluster)
     try:
         yield client

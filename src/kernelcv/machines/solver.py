@@ -207,6 +207,11 @@ def _best_intercept(loss, y, F0, b0):
     return 0.5 * (lo + hi)
 
 
+# A point this fraction of its quadratic band's width inside it is on the band's edge
+# for the flat-intercept rule (the objective differs by ~ (depth)^2 / (4 w) from the edge).
+SHALLOW_BAND_DEPTH = 1e-4
+
+
 def _central_intercept(loss, y, F0, b0):
     """The midpoint of the interval of optimal intercepts around ``b0`` (flat slope).
 
@@ -218,7 +223,10 @@ def _central_intercept(loss, y, F0, b0):
     interval's ends come from the quadratic bands ``[lo, hi]`` between consecutive pairs
     of ``loss.knots``: a point at ``v = F0_j + b0 <= lo`` bounds the shift above by
     ``lo - v`` (0 when it sits on the knot, where the line search often stops), one at
-    ``v >= hi`` bounds it below by ``hi - v``. O(n).
+    ``v >= hi`` bounds it below by ``hi - v``. A point less than
+    :data:`SHALLOW_BAND_DEPTH` of the band's width inside it counts as on its edge (the
+    solver can stop there, with the same alpha, when the slopes balance); a point deeper
+    in a band means the intercept is unique and ``b0`` is returned. O(n).
     """
     knots = getattr(loss, "knots", None)
     if knots is None:
@@ -226,10 +234,13 @@ def _central_intercept(loss, y, F0, b0):
     bands = np.sort(knots(y).reshape(y.shape[0], -1, 2), axis=2)
     value = (F0 + b0)[:, None]
     lo, hi = bands[:, :, 0], bands[:, :, 1]
-    below_band, above_band = value <= lo, value >= hi
+    slack = SHALLOW_BAND_DEPTH * (bands[:, :, 1] - bands[:, :, 0]) + 1e-12 * np.maximum(
+        1.0, np.abs(bands).max(axis=2))
+    below_band, above_band = value <= lo + slack, value >= hi - slack
     if not np.all(below_band | above_band):
         return b0  # a point inside a band: not the flat case
-    uppers, lowers = (lo - value)[below_band], (hi - value)[above_band]
+    uppers = np.maximum(lo - value, 0.0)[below_band]
+    lowers = np.minimum(hi - value, 0.0)[above_band]
     if uppers.size == 0 or lowers.size == 0:
         return b0
     return b0 + 0.5 * (float(uppers.min()) + float(lowers.max()))
@@ -348,9 +359,13 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
         if residual <= 1e-12 * g_scale and change <= tol * scale_F and balanced:
             converged = True
             break
-    if converged and fit_intercept and n and not np.any(h > 0) and float(np.sum(g)) == 0.0:
-        b = _central_intercept(loss, y, K_alpha, b)
-        F = K_alpha + b
+    balanced = fit_intercept and n and (
+        abs(float(np.sum(g))) <= 1e-9 * max(1.0, float(np.sum(np.abs(g)))))
+    if converged and balanced:
+        centred = _central_intercept(loss, y, K_alpha, b)
+        if centred != b:
+            b = centred
+            F = K_alpha + b
     if not converged:
         # scikit-learn's warning class, so that users' filters for it apply; imported
         # here because importing scikit-learn costs ~1 s of a command's start-up.
