@@ -19,7 +19,7 @@ from sklearn.datasets import dump_svmlight_file
 from kernelcv.cli import main
 from kernelcv.datasets import make_synthetic
 from kernelcv.exceptions import KernelCVError
-from kernelcv.reports import io
+from kernelcv.reports import io, staging
 
 OUTPUTS = {"report.json": b"{}\n", "a.png": b"PNG-A", "b.png": b"PNG-B"}
 
@@ -131,7 +131,7 @@ def test_ctrl_c_while_staging_leaves_nothing(tmp_path, monkeypatch):
 def test_read_only_parent_stages_inside_the_existing_folder(tmp_path, monkeypatch):
     out = tmp_path / "results"
     out.mkdir()
-    real = io.tempfile.mkdtemp
+    real = staging.tempfile.mkdtemp  # the module that makes the staging folder
     used = []
 
     def no_parent(dir, **kwargs):  # as in a parent folder without write permission
@@ -140,7 +140,7 @@ def test_read_only_parent_stages_inside_the_existing_folder(tmp_path, monkeypatc
         used.append(dir)
         return real(dir=dir, **kwargs)
 
-    monkeypatch.setattr(io.tempfile, "mkdtemp", no_parent)
+    monkeypatch.setattr(staging.tempfile, "mkdtemp", no_parent)
     io.write_all(out, OUTPUTS)
     assert used == [str(out)] and _tree(tmp_path) == {f"results/{k}": v
                                                       for k, v in OUTPUTS.items()}

@@ -242,7 +242,12 @@ class GramFactory:
 
     def _get_base(self, kind: str) -> np.ndarray:
         if kind not in self._base:
-            self._base[kind] = base_matrix(kind, self.X, None if self.symmetric else self.Y)
+            X, Y = self.X, None if self.symmetric else self.Y
+            with np.errstate(over="ignore", invalid="ignore"):  # checked below, one line
+                D = base_matrix(kind, X, Y)
+            if not np.all(np.isfinite(D)):
+                raise KernelCVError(_overflow_message(kind, self.X, self.Y))
+            self._base[kind] = D
         return self._base[kind]
 
     def gram(self, kernel: Kernel) -> np.ndarray:
@@ -263,6 +268,21 @@ class GramFactory:
                 "this kernel; standardize X" + (", or lower gamma or the degree"
                                                 if kernel.name == "poly" else ""))
         return gram
+
+
+def _overflow_message(kind, X, Y) -> str:
+    """Why a distance or inner-product matrix is not finite: the scale of X (and Y)."""
+    what = {"sqeuclidean": "squared distances", "manhattan": "distances",
+            "dot": "inner products"}[kind]
+    largest = max(_largest_magnitude(X), _largest_magnitude(Y))
+    return (f"the {what} between rows of X overflow float64 (its values reach "
+            f"{largest:.3g}): X is not on a reasonable scale for a kernel; standardize X "
+            "(e.g. --scale standard on the command line)")
+
+
+def _largest_magnitude(X) -> float:
+    values = X.data if sp.issparse(X) else X
+    return float(np.max(np.abs(values))) if values.size else 0.0
 
 
 def feature_variance(X) -> float:
@@ -287,7 +307,13 @@ def resolve_gamma(gamma, X):
     X.var())`` (1 when X is constant), ``"auto"`` ``1 / n_features``; anything else is
     returned as it is (None included), to be checked by :func:`make_kernel`."""
     if isinstance(gamma, str) and gamma == "scale":
-        variance = feature_variance(X)
+        with np.errstate(over="ignore", invalid="ignore"):
+            variance = feature_variance(X)
+        if not math.isfinite(variance):
+            raise KernelCVError(
+                f"gamma='scale': the variance of X overflows float64 (its values reach "
+                f"{_largest_magnitude(X):.3g}): X is not on a reasonable scale for a "
+                "kernel; standardize X")
         return 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
     if isinstance(gamma, str) and gamma == "auto":
         return 1.0 / X.shape[1]

@@ -85,6 +85,26 @@ def check_data(X, y, classifier: bool, multiclass: bool = False):
     return X, y_pm, mapping
 
 
+#: Largest |x| a kernel computation accepts: squares and products of values beyond about
+#: 1.3e154 overflow float64, and sums over many features sooner.
+SCALE_LIMIT = 1e150
+
+
+def check_scale(X, name: str = "X") -> None:
+    """Refuse (one line) data too large to square in float64, before any warning.
+
+    Kernels square differences or multiply values: at ``|x| > SCALE_LIMIT`` numpy would
+    print overflow warnings and the result would be inf or NaN. Cost: O(nnz).
+    """
+    values = X.data if sp.issparse(X) else np.asarray(X)
+    largest = float(np.max(np.abs(values))) if values.size else 0.0
+    if largest > SCALE_LIMIT:
+        raise KernelCVError(
+            f"{name}'s values reach {largest:.3g}: squares and products of values this "
+            "large overflow float64; standardize it (subtract each feature's mean, divide by "
+            "its standard deviation)")
+
+
 def as_2d_float(X, source: str = ""):
     """``X`` as a 2-D float64 array, or a :class:`KernelCVError` naming ``source``."""
     prefix = f"{source}: " if source else ""

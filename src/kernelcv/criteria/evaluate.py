@@ -91,6 +91,14 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
         When the held-out predictions are not finite (lam too small for the kernel), or
         ``extra`` is malformed (shapes other than (m, n) and (m,), ids outside ``-1..t-1``).
     """
+    # Overflow on unscaled data (targets near 1e200) would print numpy's warnings before
+    # the one-line message of the non-finite result below: the result is checked instead.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed,
+                         warm, extra)
+
+
+def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, warm, extra):
     tic = time.perf_counter()
     extra = _check_extra(extra, y.shape[0], int(fold_ids.max()) + 1)
     extra_predictions = None
@@ -149,7 +157,7 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
         if unconverged:
             notes.append(unconverged_note(order_used, truncation, machine.metric))
     rounding = ill = None
-    if method == "bif":
+    if method == "bif" and np.isfinite(error):  # an infinite error has its own message
         rounding, ill = _rounding_check(K, y, fold_ids, lam, machine, fit, predictions,
                                         error, notes)
     return Evaluation(cv_error=error, fold_errors=per_fold, predictions=predictions,

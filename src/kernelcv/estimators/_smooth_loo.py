@@ -34,6 +34,7 @@ from ..criteria.smooth_loo import (
 from ..exceptions import KernelCVError
 from ..memory import check_dense_budget
 from ..selection.tuning import OPTIMIZERS, minimize_restarts
+from ..validation import check_scale
 
 _BLOCK_ENTRIES = 2**22
 
@@ -148,6 +149,7 @@ class SmoothLOOLSSVMClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_data(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float64)
+        check_scale(X)
         check_classification_targets(y)
         classes, y_index, counts = np.unique(y, return_inverse=True, return_counts=True)
         if classes.size < 2:

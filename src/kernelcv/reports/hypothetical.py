@@ -28,6 +28,7 @@ from ..hypothetical.ridge import DEFAULT_LAMS, DEFAULT_NOISE_VAR, intercept_desi
 from ..hypothetical.svm import svm_criterion
 from ..memory import dense_array
 from ..plotting import figure_class
+from ..validation import check_scale
 from .io import check_writable_folder, jsonable, png, write_all
 
 __all__ = ["MODELS", "path_figure", "run_hypothetical"]
@@ -94,6 +95,7 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
         source = os.fspath(data)
     X = np.asarray(dense_array(X, f"kernelcv hypothetical on {source}", memory_budget),
                    dtype=np.float64)
+    check_scale(X)
     start = time.perf_counter()
     if model == "ridge":
         Z, B0 = intercept_design(X)

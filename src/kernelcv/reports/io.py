@@ -16,12 +16,12 @@ import os
 import re
 import shutil
 import signal
-import tempfile
 import threading
 
 import numpy as np
 
 from ..exceptions import KernelCVError
+from .staging import OWNER, clean_stale, make_staging_folder
 
 __all__ = ["check_targets", "check_writable_folder", "jsonable", "new_file_mode", "png",
            "write_all"]
@@ -57,6 +57,7 @@ def check_writable_folder(out, names=()):
     if not os.access(target, os.W_OK | os.X_OK):
         raise KernelCVError(f"--out {out}: folder {target} is not writable")
     check_targets(out, names)
+    clean_stale(path)  # a killed run's staging folder: undone before this run starts
 
 
 def png(fig, dpi=120) -> bytes:
@@ -89,7 +90,8 @@ def write_all(out, outputs: dict[str, bytes]):
     folder renamed, so every file appears at once; into an existing ``out`` each file is
     moved over the old one, and should a move fail the files already moved are put
     back as they were. Ctrl-C during the moves is held until they (or the restoring)
-    are done. The temporary folder is removed on success, on any error and on Ctrl-C.
+    are done. The temporary folder is removed on success, on any error and on Ctrl-C;
+    one that a killed run left is undone first (:mod:`kernelcv.reports.staging`).
 
     Raises
     ------
@@ -99,9 +101,10 @@ def write_all(out, outputs: dict[str, bytes]):
     """
     folder = os.path.abspath(os.fspath(out))
     check_targets(folder, outputs)
+    clean_stale(folder)
     staging = None
     try:
-        staging = _staging_folder(folder)
+        staging = make_staging_folder(folder, list(outputs))
         mode = new_file_mode()
         for name, payload in outputs.items():
             _write_file(os.path.join(staging, name), payload, mode)
@@ -110,6 +113,7 @@ def write_all(out, outputs: dict[str, bytes]):
                 os.chmod(staging, 0o777 & ~_umask())
                 os.rename(staging, folder)
                 staging = None
+                os.remove(os.path.join(folder, OWNER))  # not one of the run's files
             else:
                 _move_into(staging, folder, list(outputs))
     except OSError as exc:
@@ -130,17 +134,6 @@ def check_targets(folder, names):
         if os.path.isdir(target):
             raise KernelCVError(f"cannot write {target}: a folder of that name exists; "
                                 "remove or rename it, or choose another output folder")
-
-
-def _staging_folder(folder):
-    """A new private folder beside ``folder`` (same file system), else inside it."""
-    parent, name = os.path.split(folder)
-    try:
-        return tempfile.mkdtemp(dir=parent, prefix=f".{name}.", suffix=".tmp")
-    except PermissionError:
-        if not os.path.isdir(folder):
-            raise
-        return tempfile.mkdtemp(dir=folder, prefix=".kernelcv.", suffix=".tmp")
 
 
 def _write_file(path, payload, mode):

@@ -27,21 +27,37 @@ def fit_scaling(X, kind: str) -> dict | None:
         return None
     sparse = sp.issparse(X)
     if kind == "standard":
+        # Moments of X / m with m the column's largest |x|, times m: features near 1e200
+        # would overflow their squares (a warning, then an infinite scale) otherwise.
+        m = _column_magnitudes(X)
         if sparse:
-            mean = np.asarray(X.mean(axis=0)).ravel()
-            squares = np.asarray(X.multiply(X).mean(axis=0)).ravel()
+            Z = X.multiply(1.0 / m).tocsr()
+            mean = np.asarray(Z.mean(axis=0)).ravel()
+            squares = np.asarray(Z.multiply(Z).mean(axis=0)).ravel()
             scale = np.sqrt(np.maximum(squares - mean**2, 0.0))
         else:
-            mean, scale = X.mean(axis=0), X.std(axis=0)
-        shift = mean
+            mean, scale = (X / m).mean(axis=0), (X / m).std(axis=0)
+        shift, scale = mean * m, scale * m
     else:
         low = np.asarray(X.min(axis=0).toarray()).ravel() if sparse else X.min(axis=0)
         high = np.asarray(X.max(axis=0).toarray()).ravel() if sparse else X.max(axis=0)
         shift, scale = low, high - low
+    if not np.all(np.isfinite(scale)):
+        raise KernelCVError("--scale minmax: a feature's range overflows float64 (its values "
+                            "span more than 1.8e308); use --scale standard")
     scale = np.where(scale > 0, scale, 1.0)
     return {"kind": kind, "centred": not sparse,
             "shift": None if sparse else np.asarray(shift, dtype=np.float64),
             "scale": np.asarray(scale, dtype=np.float64)}
+
+
+def _column_magnitudes(X) -> np.ndarray:
+    """Each column's largest ``|x|`` (1 for an all-zero column)."""
+    if sp.issparse(X):
+        m = np.asarray(abs(X).max(axis=0).toarray()).ravel()
+    else:
+        m = np.max(np.abs(X), axis=0) if X.shape[0] else np.ones(X.shape[1])
+    return np.where(m > 0, m, 1.0)
 
 
 def apply_scaling(X, scaling: dict | None):
