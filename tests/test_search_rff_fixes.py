@@ -216,7 +216,7 @@ def test_squared_hinge_without_intercept_matches_lbfgs(data):
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
 def test_non_finite_features_are_refused(data, loss):
     X, y = data
-    with pytest.raises(KernelCVError, match="scale the data"):
+    with pytest.raises(KernelCVError, match="standardize X"):
         grid_search(X * 1e300, y, "svm", method="rff", folds=3, features=10,
                     feature_map="nystroem", feature_loss=loss, **GRID)
 

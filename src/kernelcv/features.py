@@ -98,8 +98,8 @@ def check_finite_features(values, what="the features"):
     if not np.all(np.isfinite(values)):
         raise KernelCVError(
             f"{what} contain NaN or infinite values: the data values are too large for "
-            "the feature map (squared norms or products overflow); scale the data (e.g. "
-            "to [-1, 1] or unit variance) before the search")
+            "the feature map (squared norms or products overflow); standardize X (e.g. "
+            "--scale standard on the command line, or scale it to [-1, 1]) before the search")
 
 
 def _chunk_rows(n_cols: int) -> int:

@@ -183,19 +183,25 @@ def base_matrix(kind: str, X, Y=None) -> np.ndarray:
 
     ``kind``: ``"sqeuclidean"`` (:func:`squared_distances`), ``"manhattan"`` (L1
     distances, scikit-learn's ``manhattan_distances``) or ``"dot"`` (inner products).
-    :data:`KERNEL_BASE` names the kind of each kernel. Cost: O(n m d).
+    :data:`KERNEL_BASE` names the kind of each kernel. Values that overflow float64
+    (unscaled X) are a one-line :class:`KernelCVError` naming X's scale, without numpy's
+    warnings. Cost: O(n m d).
     """
-    if kind == "sqeuclidean":
-        D = squared_distances(X, Y)
-    elif kind == "manhattan":
-        from sklearn.metrics.pairwise import manhattan_distances
-
-        D = manhattan_distances(X, Y)
-    elif kind == "dot":
-        D = inner_products(X, X if Y is None else Y)
-    else:
+    if kind not in ("sqeuclidean", "manhattan", "dot"):
         raise KernelCVError(f"unknown base matrix {kind!r}")
-    return np.asarray(D, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # checked below, one line
+        if kind == "sqeuclidean":
+            D = squared_distances(X, Y)
+        elif kind == "manhattan":
+            from sklearn.metrics.pairwise import manhattan_distances
+
+            D = manhattan_distances(X, Y)
+        else:
+            D = inner_products(X, X if Y is None else Y)
+        D = np.asarray(D, dtype=np.float64)
+    if not np.all(np.isfinite(D)):
+        raise KernelCVError(_overflow_message(kind, X, Y))
+    return D
 
 
 def _is_positive_finite(value) -> bool:
@@ -242,12 +248,7 @@ class GramFactory:
 
     def _get_base(self, kind: str) -> np.ndarray:
         if kind not in self._base:
-            X, Y = self.X, None if self.symmetric else self.Y
-            with np.errstate(over="ignore", invalid="ignore"):  # checked below, one line
-                D = base_matrix(kind, X, Y)
-            if not np.all(np.isfinite(D)):
-                raise KernelCVError(_overflow_message(kind, self.X, self.Y))
-            self._base[kind] = D
+            self._base[kind] = base_matrix(kind, self.X, None if self.symmetric else self.Y)
         return self._base[kind]
 
     def gram(self, kernel: Kernel) -> np.ndarray:
@@ -274,7 +275,7 @@ def _overflow_message(kind, X, Y) -> str:
     """Why a distance or inner-product matrix is not finite: the scale of X (and Y)."""
     what = {"sqeuclidean": "squared distances", "manhattan": "distances",
             "dot": "inner products"}[kind]
-    largest = max(_largest_magnitude(X), _largest_magnitude(Y))
+    largest = max(_largest_magnitude(X), _largest_magnitude(X if Y is None else Y))
     return (f"the {what} between rows of X overflow float64 (its values reach "
             f"{largest:.3g}): X is not on a reasonable scale for a kernel; standardize X "
             "(e.g. --scale standard on the command line)")
