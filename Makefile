@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo bench bench-select bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff lint imports clean
+.PHONY: test test-slow demo bench bench-select bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,13 @@ bench-hypothetical: $(STAMP)
 
 bench-rff: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_rff.py ratsch --folds 5 10 --features 100 --splits 5
+
+# The default rff command on ijcnn1, and ijcnn1 replicated to 5 M rows (generated under
+# /tmp): in memory, out of core and on a 2-worker LocalCluster. Tens of minutes.
+bench-rff-large: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_rff_large.py default --runs 2
+	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_rff_large.py scaling --memory-max 1000000 \
+		--png docs/figures/rff_large_scaling.png
 
 bench-papers: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m kernelcv bench --quick --out bench-results

@@ -403,9 +403,8 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     Cs : instead of ``lams``, SVC-style values C; ``lam = 1 / (2 n C)`` (divide
         ``0.5||w||^2 + C sum loss`` by ``n C`` to get the mean-loss form).
     features, feature_map, feature_loss, max_features, feature_time : ``rff`` only: D or
-        ``"auto"`` (:mod:`kernelcv.selection.feature_growth`: nystroem, square loss); a
-        fixed D defaults to ``"rff"`` and ``"squared_hinge"`` for svm/l2svm, else
-        ``"square"`` (``"hinge"``: LIBLINEAR's L1-loss SVM as in the paper, slow at large C).
+        ``"auto"`` (:mod:`~kernelcv.selection.feature_growth`: nystroem, square); a fixed D:
+        rff, ``"squared_hinge"`` (svm/l2svm) or ``"square"``; ``"hinge"`` = LIBLINEAR's.
         The feature-space model has a free intercept exactly when the machine has one
         (none for krr; svm needs one: its refits and final fit are SVC's).
     feature_seed : ``rff`` only: seed of the feature draw (default: ``random_state`` when
