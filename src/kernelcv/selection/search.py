@@ -28,8 +28,8 @@ from ..validation import check_data, make_folds
 from .checkpoint import Checkpoint, fingerprint
 from .edges import edge_note, grid_edges
 from .feature_growth import MAX_FEATURES, TIME_BUDGET
-from .feature_space import FeatureSpace
-from .methods import BIF, GACV, ClosedForm, CVMethod, ExactRefit, GranularityRule
+from .method_choice import METHODS, default_method, make_method
+from .methods import CVMethod
 from .options import AVERAGES, Execution, Safeguards, SearchSpace, kernel_settings
 from .refine import REFINE_MAX_EVALS, refine_search
 from .safeguards import (
@@ -45,20 +45,11 @@ from .safeguards import (
 )
 from .screening import Screening, evaluate_grid
 
-METHOD_CLASSES = {cls.name: cls for cls in (ExactRefit, ClosedForm, BIF, GACV, FeatureSpace)}
-METHODS = tuple(METHOD_CLASSES)
 # Option names that select results of nothing: they may differ when a checkpoint resumes.
 _NOT_FINGERPRINTED = ("memory_budget", "memory_estimate", "refine", "refine_evals")
-# The default options of the random-feature method (refused with other methods).
-_FEATURE_DEFAULTS = ("auto", None, None, None, "auto", REFINE_MAX_EVALS, MAX_FEATURES, TIME_BUDGET)
 
 __all__ = ["METHODS", "APPROXIMATE", "SearchResult", "default_method", "grid_search",
            "kernel_settings", "make_method", "run_search"]
-
-
-def default_method(machine: str) -> str:
-    """Closed-form (exact and fast) for krr/lssvm, BIF for the other machines."""
-    return "closed-form" if machine in ("krr", "lssvm") else "bif"
 
 
 @dataclass
@@ -136,51 +127,6 @@ class SearchResult:
             "timings": self.timings, "notes": self.notes, "candidates": self.candidates,
             **(self.criterion.report_entries(self.config) if self.criterion else {}),
         }
-
-
-def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
-                granularity="adaptive", tol=1e-6, features="auto", feature_map=None,
-                feature_loss=None, feature_seed=None, refine="auto",
-                refine_evals=REFINE_MAX_EVALS, max_features=MAX_FEATURES,
-                feature_time=TIME_BUDGET) -> CVMethod:
-    """The CV method object of the flat options (``grid_search``'s, the CLI's).
-
-    ``folds="auto"`` becomes BIF granularity selection (:class:`GranularityRule` with
-    ``epsilon`` and ``granularity``); the random-feature options are refused with
-    another method. Returns an unbound object: :meth:`CVMethod.bind` checks the machine.
-    """
-    method = default_method(machine) if method is None else method
-    if method not in METHOD_CLASSES:
-        raise KernelCVError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    rff = method == FeatureSpace.name
-    if not rff and (features, feature_map, feature_loss, feature_seed, refine,
-                    refine_evals, max_features, feature_time) != _FEATURE_DEFAULTS:
-        raise KernelCVError("features, feature_map, feature_loss, feature_seed, refine(_evals), "
-                            "max_features and feature_time belong to method='rff'")
-    auto = isinstance(folds, str)
-    if auto and rff and folds == "auto":
-        raise KernelCVError("folds='auto' chooses BIF orders; give method 'rff' a number "
-                            "of folds (the paper uses 5 or 10)")
-    if auto:
-        if folds != "auto":
-            raise KernelCVError(f"folds must be an integer, fold ids or 'auto', got {folds!r}")
-        if method != BIF.name:
-            raise KernelCVError("folds='auto' (granularity selection) chooses the BIF "
-                                "order; use it with method='bif'")
-        if epsilon is None:
-            raise KernelCVError("folds='auto' needs the tolerated error epsilon "
-                                "(e.g. epsilon=0.1)")
-        return BIF(tol=tol, granularity=GranularityRule(epsilon, granularity))
-    if epsilon is not None:
-        raise KernelCVError("epsilon (tolerated error) is used only with folds='auto'")
-    if rff:
-        return FeatureSpace(features=features, feature_map=feature_map,
-                            feature_loss=feature_loss, feature_seed=feature_seed,
-                            refine=refine, refine_evals=refine_evals,
-                            max_features=max_features, feature_time=feature_time)
-    if method == BIF.name:
-        return BIF(order=order, tol=tol)
-    return METHOD_CLASSES[method]()
 
 
 def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, folds=10,

@@ -1,0 +1,72 @@
+"""Which CV method object a search uses: :func:`make_method` from the flat options.
+
+The flat keyword interface (:func:`kernelcv.selection.search.grid_search`, the CLI,
+``KernelSearchCV``) names a method and its options; :func:`make_method` checks that the
+options belong to that method and returns the unbound method object of
+:mod:`kernelcv.selection.methods` or :mod:`kernelcv.selection.feature_space`.
+"""
+
+from __future__ import annotations
+
+from ..exceptions import KernelCVError
+from .feature_growth import MAX_FEATURES, TIME_BUDGET
+from .feature_space import FeatureSpace
+from .methods import BIF, GACV, ClosedForm, CVMethod, ExactRefit, GranularityRule
+from .refine import REFINE_MAX_EVALS
+
+METHOD_CLASSES = {cls.name: cls for cls in (ExactRefit, ClosedForm, BIF, GACV, FeatureSpace)}
+METHODS = tuple(METHOD_CLASSES)
+# The default options of the random-feature method (refused with other methods).
+_FEATURE_DEFAULTS = ("auto", None, None, None, "auto", REFINE_MAX_EVALS, MAX_FEATURES, TIME_BUDGET)
+
+__all__ = ["METHODS", "METHOD_CLASSES", "default_method", "make_method"]
+
+
+def default_method(machine: str) -> str:
+    """Closed-form (exact and fast) for krr/lssvm, BIF for the other machines."""
+    return "closed-form" if machine in ("krr", "lssvm") else "bif"
+
+
+def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
+                granularity="adaptive", tol=1e-6, features="auto", feature_map=None,
+                feature_loss=None, feature_seed=None, refine="auto",
+                refine_evals=REFINE_MAX_EVALS, max_features=MAX_FEATURES,
+                feature_time=TIME_BUDGET) -> CVMethod:
+    """The CV method object of the flat options (``grid_search``'s, the CLI's).
+
+    ``folds="auto"`` becomes BIF granularity selection (:class:`GranularityRule` with
+    ``epsilon`` and ``granularity``); the random-feature options are refused with
+    another method. Returns an unbound object: :meth:`CVMethod.bind` checks the machine.
+    """
+    method = default_method(machine) if method is None else method
+    if method not in METHOD_CLASSES:
+        raise KernelCVError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    rff = method == FeatureSpace.name
+    if not rff and (features, feature_map, feature_loss, feature_seed, refine,
+                    refine_evals, max_features, feature_time) != _FEATURE_DEFAULTS:
+        raise KernelCVError("features, feature_map, feature_loss, feature_seed, refine(_evals), "
+                            "max_features and feature_time belong to method='rff'")
+    auto = isinstance(folds, str)
+    if auto and rff and folds == "auto":
+        raise KernelCVError("folds='auto' chooses BIF orders; give method 'rff' a number "
+                            "of folds (the paper uses 5 or 10)")
+    if auto:
+        if folds != "auto":
+            raise KernelCVError(f"folds must be an integer, fold ids or 'auto', got {folds!r}")
+        if method != BIF.name:
+            raise KernelCVError("folds='auto' (granularity selection) chooses the BIF "
+                                "order; use it with method='bif'")
+        if epsilon is None:
+            raise KernelCVError("folds='auto' needs the tolerated error epsilon "
+                                "(e.g. epsilon=0.1)")
+        return BIF(tol=tol, granularity=GranularityRule(epsilon, granularity))
+    if epsilon is not None:
+        raise KernelCVError("epsilon (tolerated error) is used only with folds='auto'")
+    if rff:
+        return FeatureSpace(features=features, feature_map=feature_map,
+                            feature_loss=feature_loss, feature_seed=feature_seed,
+                            refine=refine, refine_evals=refine_evals,
+                            max_features=max_features, feature_time=feature_time)
+    if method == BIF.name:
+        return BIF(order=order, tol=tol)
+    return METHOD_CLASSES[method]()
