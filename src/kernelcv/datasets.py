@@ -224,7 +224,7 @@ def _read_bytes(path):
         if compressed and not isinstance(exc, FileNotFoundError | PermissionError
                                          | IsADirectoryError):
             raise _gzip_error(path, exc) from None
-        raise _file_error(path, exc) from None
+        raise file_read_error(path, exc) from None
 
 
 def _read_head(path, size):
@@ -233,10 +233,11 @@ def _read_head(path, size):
         with open(path, "rb") as handle:
             return handle.read(size)
     except OSError as exc:
-        raise _file_error(path, exc) from None
+        raise file_read_error(path, exc) from None
 
 
-def _file_error(path, exc):
+def file_read_error(path, exc):
+    """A one-line :class:`KernelCVError` naming ``path`` for an ``OSError`` reading it."""
     if isinstance(exc, FileNotFoundError):
         return KernelCVError(f"{path}: no such file")
     if isinstance(exc, IsADirectoryError):

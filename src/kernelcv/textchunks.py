@@ -25,6 +25,7 @@ import zlib
 import numpy as np
 import scipy.sparse as sp
 
+from .datasets import file_read_error
 from .exceptions import KernelCVError
 from .svmlight import parse_svmlight_block
 
@@ -40,7 +41,7 @@ def _blocks(path, block_bytes=BLOCK_BYTES):
     try:
         handle = gzip.open(path, "rb") if compressed else open(path, "rb")  # noqa: SIM115
     except OSError as exc:
-        raise _file_error(path, exc) from None
+        raise file_read_error(path, exc) from None
     line, carry = 1, b""
     try:
         with handle:
@@ -64,19 +65,9 @@ def _blocks(path, block_bytes=BLOCK_BYTES):
                 yield line, block
                 line += block.count(b"\n")
     except OSError as exc:  # on close
-        raise _file_error(path, exc) from None
+        raise file_read_error(path, exc) from None
     if carry.strip():
         yield line, carry + b"\n"
-
-
-def _file_error(path, exc):
-    if isinstance(exc, FileNotFoundError):
-        return KernelCVError(f"{path}: no such file")
-    if isinstance(exc, IsADirectoryError):
-        return KernelCVError(f"{path}: is a directory, not a file")
-    if isinstance(exc, PermissionError):
-        return KernelCVError(f"{path}: permission denied")
-    return KernelCVError(f"{path}: cannot read the file ({exc.strerror or exc})")
 
 
 class _TextSource:
