@@ -32,6 +32,7 @@ import numpy as np
 from ..machines.multiclass import binary_problems, predict_codes
 from .closed_form import ClosedFormCV
 from .evaluate import Evaluation, evaluate_lam
+from .stacked_pairs import StackedPairs
 
 
 class MulticlassCV:
@@ -46,6 +47,10 @@ class MulticlassCV:
     closed_form : prepare the closed-form eigendecompositions (one per distinct row set:
         one for one-vs-rest, one per pair for one-vs-one).
     """
+
+    #: Evaluate one-vs-one pairs together (:class:`StackedPairs`) for exact refits and BIF
+    #: order inf; False evaluates each pair on its own (same numbers, slower).
+    stack_pairs = True
 
     def __init__(self, K, codes, fold_ids, machine, closed_form=False):
         self.K = K
@@ -78,6 +83,7 @@ class MulticlassCV:
                     part["closed"] = ClosedFormCV(part["K"], local,
                                                   fit_intercept=machine.fit_intercept)
             self._parts.append(part)
+        self._stacked = None  # built by the first order-inf evaluation (one-vs-one)
 
     def evaluate(self, lam, machine, method, *, warm=None, **options) -> Evaluation:
         """Every binary machine at ``lam``; the multiclass held-out error.
@@ -96,7 +102,28 @@ class MulticlassCV:
         fits, orders, notes = [], [], []
         degenerate, ratio, fit_seconds = False, np.inf, 0.0
         unconverged = ill_conditioned = False
+        done = np.zeros(len(self.problems), dtype=bool)
+        stacked_order = None if method == "exact" else "inf"
+        stackable = method == "exact" or (method == "bif" and options.get("order") == "inf")
+        if (self.stack_pairs and self.strategy == "ovo" and stackable
+                and (warm is None or all(fit is not None for fit in warm))):
+            if self._stacked is None:
+                self._stacked = StackedPairs(self.K, self.fold_ids,
+                                             [part["rows"] for part in self._parts],
+                                             [part["y"] for part in self._parts])
+            fit_tic = time.perf_counter()
+            values, stacked_fits, fallback, ratios = self._stacked.evaluate(
+                lam, machine, method, warm)
+            fit_seconds += time.perf_counter() - fit_tic
+            done = ~fallback
+            decisions[:, done] = values[:, done]
+            if done.any():
+                ratio = float(np.min(ratios[done]))
         for p, (problem, part) in enumerate(zip(self.problems, self._parts, strict=True)):
+            if done[p]:
+                fits.append(stacked_fits[p])
+                orders.append(stacked_order)
+                continue
             extra = None
             if part["extra"] is not None and part["extra"][0].size:
                 others, ids = part["extra"]

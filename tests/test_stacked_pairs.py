@@ -1,0 +1,152 @@
+"""One-vs-one pairs evaluated together (StackedPairs) against each pair on its own.
+
+Oracles: for exact CV an independent refit of every pair on every training part (same
+folds); for BIF order inf the one-problem path (``MulticlassCV.stack_pairs = False``),
+whose order-inf values are tested against refit CV in test_multiclass.py and
+test_criteria.py. Values, errors and flags must agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kernelcv.criteria.stacked_pairs as stacked_pairs
+from kernelcv.criteria.multiclass import MulticlassCV
+from kernelcv.machines import make_machine
+from kernelcv.machines.multiclass import binary_problems
+
+
+def problem(seed, k, t, n, gamma):
+    rng = np.random.default_rng(seed)
+    codes = np.arange(n) % k
+    rng.shuffle(codes)
+    X = rng.normal(size=(n, 3)) + rng.normal(scale=1.5, size=(k, 3))[codes]
+    folds = np.empty(n, dtype=np.intp)
+    for c in range(k):  # stratified: every class in every fold
+        members = np.flatnonzero(codes == c)
+        folds[members] = rng.permutation(np.arange(members.size) % t)
+    K = np.exp(-gamma * ((X[:, None] - X[None]) ** 2).sum(-1))
+    return K, codes, folds
+
+
+def spec_for(machine, intercept, k):
+    return replace(make_machine(machine, fit_intercept=intercept, multiclass="ovo"),
+                   n_classes=k)
+
+
+def evaluate(K, codes, folds, spec, lam, method, stacked, warm=None, **options):
+    cv = MulticlassCV(K, codes, folds, spec)
+    cv.stack_pairs = stacked
+    return cv.evaluate(lam, spec, method, warm=warm, **options)
+
+
+def refit_decisions(K, codes, folds, spec, lam):
+    """Each pair refitted without each fold; every point of that fold predicted."""
+    problems = binary_problems(codes, spec.n_classes, "ovo")
+    values = np.empty((codes.size, len(problems)))
+    for p, pair in enumerate(problems):
+        for i in range(int(folds.max()) + 1):
+            train = pair.rows[folds[pair.rows] != i]
+            fit = spec.fit(K[np.ix_(train, train)],
+                           np.where(codes[train] == pair.positive, 1.0, -1.0), lam)
+            test = np.flatnonzero(folds == i)
+            values[test, p] = K[np.ix_(test, train)] @ fit.alpha + fit.intercept
+    return values
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), k=st.integers(3, 5), t=st.integers(2, 7),
+       machine=st.sampled_from(["svm", "l2svm"]), intercept=st.booleans(),
+       log_lam=st.floats(-4.5, 0), log_gamma=st.floats(-2, 1.5))
+def test_order_inf_of_the_stacked_pairs_is_the_one_problem_path(seed, k, t, machine,
+                                                                  intercept, log_lam,
+                                                                  log_gamma):
+    K, codes, folds = problem(seed, k, t, 12 * k, 10.0**log_gamma)
+    spec = spec_for(machine, intercept, k)
+    lam = 10.0**log_lam
+    # along a lam path (warm starts), as the search evaluates a kernel column
+    warm_s = warm_o = None
+    for step in (3.0, 1.0):
+        ours = evaluate(K, codes, folds, spec, lam * step, "bif", True, warm_s, order="inf")
+        one = evaluate(K, codes, folds, spec, lam * step, "bif", False, warm_o, order="inf")
+        warm_s, warm_o = ours.fit, one.fit
+        scale = max(1.0, np.abs(one.decisions).max())
+        # both solve the same systems (LU here, Cholesky or a Schur complement there):
+        # they agree to the systems' conditioning, far inside 1e-6 on these problems
+        assert np.abs(ours.decisions - one.decisions).max() <= 1e-6 * scale
+        if np.all(np.abs(one.decisions) > 1e-6 * scale):  # no vote decided by rounding
+            assert ours.cv_error == one.cv_error
+        assert ours.order_used == one.order_used == "inf"
+        assert (ours.unconverged, ours.ill_conditioned, ours.degenerate) == (
+            one.unconverged, one.ill_conditioned, one.degenerate)
+        assert ours.heldout_ratio == pytest.approx(one.heldout_ratio, rel=1e-6, abs=1e-12)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), k=st.integers(3, 4), t=st.integers(2, 6),
+       machine=st.sampled_from(["svm", "l2svm"]), intercept=st.booleans(),
+       log_lam=st.floats(-4, 0), log_gamma=st.floats(-2, 1.5))
+def test_exact_cv_of_the_stacked_pairs_equals_refitting_each_pair(seed, k, t, machine,
+                                                                   intercept, log_lam,
+                                                                   log_gamma):
+    K, codes, folds = problem(seed, k, t, 10 * k, 10.0**log_gamma)
+    spec = spec_for(machine, intercept, k)
+    lam = 10.0**log_lam
+    ours = evaluate(K, codes, folds, spec, lam, "exact", True)
+    oracle = refit_decisions(K, codes, folds, spec, lam)
+    scale = max(1.0, np.abs(oracle).max())
+    assert np.abs(ours.decisions - oracle).max() <= 1e-7 * scale
+    one = evaluate(K, codes, folds, spec, lam, "exact", False)
+    assert ours.cv_error == one.cv_error
+    assert ours.order_used is None
+
+
+def test_pairs_the_stack_cannot_take_go_through_the_one_problem_path(monkeypatch):
+    K, codes, folds = problem(7, 4, 5, 48, 0.3)
+    spec = spec_for("svm", True, 4)
+    one = evaluate(K, codes, folds, spec, 1e-3, "bif", False, order="inf")
+    calls = []
+    original = stacked_pairs.StackedPairs.evaluate
+
+    def spy(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        calls.append(result[2].copy())
+        return result
+
+    monkeypatch.setattr(stacked_pairs.StackedPairs, "evaluate", spy)
+    counts = sorted(int(np.sum(spec.loss.derivatives(
+        pair.targets(codes), fit.decision)[1] > 0)) for pair, fit in zip(
+        binary_problems(codes, 4, "ovo"), one.fit, strict=True))
+    assert counts[0] < counts[-1]
+    monkeypatch.setattr(stacked_pairs, "STACKED_MAX_ACTIVE", counts[0])
+    ours = evaluate(K, codes, folds, spec, 1e-3, "bif", True, order="inf")
+    assert calls and calls[0].any() and not calls[0].all()  # some pairs fell back
+    assert np.allclose(ours.decisions, one.decisions, rtol=0, atol=1e-7)
+    assert ours.cv_error == one.cv_error
+
+
+def test_a_fold_without_a_pairs_rows_predicts_with_the_full_pair_model():
+    rng = np.random.default_rng(2)
+    n, t = 40, 4
+    codes = np.r_[np.zeros(28, int), np.ones(6, int), np.full(6, 2)]
+    X = rng.normal(size=(n, 2)) + 2.0 * codes[:, None]
+    folds = np.r_[np.arange(28) % t, [0, 0, 1, 1, 0, 1], [0, 1, 0, 1, 0, 1]]
+    K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    spec = spec_for("svm", True, 3)
+    oracle = refit_decisions(K, codes, folds, spec, 1e-2)
+    exact = evaluate(K, codes, folds, spec, 1e-2, "exact", True)
+    assert np.abs(exact.decisions - oracle).max() <= 1e-7 * max(1.0, np.abs(oracle).max())
+    inf = evaluate(K, codes, folds, spec, 1e-2, "bif", True, order="inf")
+    one = evaluate(K, codes, folds, spec, 1e-2, "bif", False, order="inf")
+    assert np.allclose(inf.decisions, one.decisions, rtol=0, atol=1e-7)
+    # pair (1, 2) holds no row in folds 2 and 3: those points get its full model there
+    full = spec.fit(K[np.ix_(codes > 0, codes > 0)], np.where(codes[codes > 0] == 2, 1.0, -1.0),
+                    1e-2)
+    far = folds >= 2
+    expected = K[np.ix_(far, codes > 0)] @ full.alpha + full.intercept
+    assert np.allclose(inf.decisions[far, 2], expected, rtol=0, atol=1e-7)

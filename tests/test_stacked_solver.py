@@ -1,0 +1,102 @@
+"""The batched Newton solver against the one-problem solver, problem by problem.
+
+``fit_stacked`` must reach each problem's optimum as ``fit_kernel_machine`` does (the
+oracle, itself tested against scikit-learn in test_machines.py), wherever its rows sit
+in the padded layout, cold or warm, with or without an intercept, and hand back the
+problems it cannot finish.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kernelcv.machines import fit_kernel_machine, make_machine
+from kernelcv.machines.stacked import fit_stacked
+
+
+def padded_problems(rng, P, largest, gamma, regression=False):
+    """P random RBF problems of 3..largest rows, scattered into a padded layout."""
+    problems = []
+    for _ in range(P):
+        m = int(rng.integers(3, largest + 1))
+        X = rng.normal(size=(m, 3))
+        signal = X[:, 0] + 0.5 * rng.normal(size=m)
+        y = signal if regression else np.where(signal > 0, 1.0, -1.0)
+        K = np.exp(-gamma * ((X[:, None] - X[None]) ** 2).sum(-1))
+        problems.append((K, y))
+    width = max(y.size for _, y in problems)
+    K_pad = np.zeros((P, width, width))
+    y_pad = np.zeros((P, width))
+    valid = np.zeros((P, width), dtype=bool)
+    places = []
+    for p, (K, y) in enumerate(problems):
+        place = rng.permutation(width)[:y.size]
+        K_pad[p][np.ix_(place, place)] = K
+        y_pad[p, place] = y
+        valid[p, place] = True
+        places.append(place)
+    return problems, places, K_pad, y_pad, valid
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), P=st.integers(1, 7),
+       machine=st.sampled_from(["svm", "l2svm", "lssvm", "svr"]), intercept=st.booleans(),
+       log_lam=st.floats(-5, 0), log_gamma=st.floats(-2, 1.5), warm=st.booleans())
+def test_every_problem_reaches_the_one_problem_optimum(seed, P, machine, intercept, log_lam,
+                                                       log_gamma, warm):
+    rng = np.random.default_rng(seed)
+    spec = make_machine(machine, fit_intercept=intercept)
+    lam, gamma = 10.0**log_lam, 10.0**log_gamma
+    problems, places, K, y, valid = padded_problems(rng, P, 30, gamma, machine == "svr")
+    alpha0 = intercept0 = None
+    if warm:  # the solutions at a neighbouring lam, as a search's lam path gives them
+        alpha0, intercept0 = np.zeros(y.shape), np.zeros(P)
+        for p, ((K_p, y_p), place) in enumerate(zip(problems, places, strict=True)):
+            near = fit_kernel_machine(K_p, y_p, lam * 1.7, spec.loss, intercept)
+            alpha0[p, place], intercept0[p] = near.alpha, near.intercept
+    stack = fit_stacked(K, y, valid, lam, spec.loss, intercept, alpha0, intercept0)
+    for p, ((K_p, y_p), place) in enumerate(zip(problems, places, strict=True)):
+        assert not stack.fallback[p]
+        one = fit_kernel_machine(K_p, y_p, lam, spec.loss, intercept)
+        scale = max(1.0, np.abs(one.decision).max())
+        assert np.abs(stack.decision[p, place] - one.decision).max() <= 1e-8 * scale
+        assert abs(stack.intercept[p] - one.intercept) <= 1e-8 * scale
+        assert np.all(stack.alpha[p, ~valid[p]] == 0)
+        assert stack.converged[p]
+
+
+def test_a_system_that_is_not_positive_definite_is_handed_back():
+    rng = np.random.default_rng(3)
+    problems, places, K, y, valid = padded_problems(rng, 3, 12, 0.5)
+    K[1] = -K[1]  # a negative-definite "kernel": its Newton system has no Cholesky factor
+    spec = make_machine("lssvm", fit_intercept=False)
+    stack = fit_stacked(K, y, valid, 1e-3, spec.loss, False)
+    assert stack.fallback.tolist() == [False, True, False]
+    for p in (0, 2):
+        one = fit_kernel_machine(problems[p][0], problems[p][1], 1e-3, spec.loss)
+        assert np.allclose(stack.decision[p, places[p]], one.decision, atol=1e-9)
+
+
+def test_problems_that_do_not_converge_are_handed_back():
+    rng = np.random.default_rng(5)
+    _, _, K, y, valid = padded_problems(rng, 4, 20, 0.3)
+    spec = make_machine("svm")
+    stack = fit_stacked(K, y, valid, 1e-4, spec.loss, True, max_iter=1)
+    assert np.all(stack.fallback == ~stack.converged)
+    assert stack.fallback.any()
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+def test_padding_rows_change_nothing(intercept):
+    rng = np.random.default_rng(11)
+    problems, places, K, y, valid = padded_problems(rng, 2, 15, 0.4)
+    spec = make_machine("svm", fit_intercept=intercept)
+    y_noise = np.where(valid, y, rng.choice([-1.0, 1.0], size=y.shape))
+    K_noise = np.where(valid[:, :, None] & valid[:, None, :], K, rng.normal(size=K.shape))
+    a = fit_stacked(K, y, valid, 1e-2, spec.loss, intercept)
+    b = fit_stacked(K_noise, y_noise, valid, 1e-2, spec.loss, intercept)
+    assert np.allclose(a.decision, b.decision, rtol=0, atol=1e-12)
+    assert np.allclose(a.intercept, b.intercept, rtol=0, atol=1e-12)
