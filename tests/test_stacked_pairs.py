@@ -15,10 +15,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import kernelcv.criteria.multiclass as multiclass
 import kernelcv.criteria.stacked_pairs as stacked_pairs
 from kernelcv.criteria.multiclass import MulticlassCV
 from kernelcv.machines import make_machine
 from kernelcv.machines.multiclass import binary_problems
+
+
+@pytest.fixture(autouse=True)
+def stack_any_number_of_pairs(monkeypatch):
+    """Small problems here: stack their 3-10 pairs (the default waits for 10)."""
+    monkeypatch.setattr(multiclass, "STACK_MIN_PAIRS", 1)
 
 
 def problem(seed, k, t, n, gamma):
@@ -150,3 +157,21 @@ def test_a_fold_without_a_pairs_rows_predicts_with_the_full_pair_model():
     far = folds >= 2
     expected = K[np.ix_(far, codes > 0)] @ full.alpha + full.intercept
     assert np.allclose(inf.decisions[far, 2], expected, rtol=0, atol=1e-7)
+
+
+@pytest.mark.parametrize("k, rows_per_class, stacked", [(5, 6, True), (4, 6, False),
+                                                        (5, 70, False)])
+def test_pairs_are_stacked_from_ten_pairs_of_at_most_120_rows(monkeypatch, k,
+                                                               rows_per_class, stacked):
+    monkeypatch.undo()
+    calls = []
+    original = stacked_pairs.StackedPairs.evaluate
+
+    def spy(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(stacked_pairs.StackedPairs, "evaluate", spy)
+    K, codes, folds = problem(4, k, 3, k * rows_per_class, 0.5)
+    evaluate(K, codes, folds, spec_for("svm", True, k), 1e-2, "exact", True)
+    assert bool(calls) == stacked

@@ -93,7 +93,7 @@ class StackedPairs:
         Returns
         -------
         values : (n, P) the held-out decision values (columns of fallback pairs unset).
-        fits : list of P :class:`FitResult` (None for fallback pairs).
+        fits : list of P :class:`FitResult` (None where the batched fit failed).
         fallback : (P,) bool, pairs to evaluate with the one-problem path.
         ratio : (P,) the median held-out ratio of each pair (nan for fallback pairs).
         """
@@ -129,7 +129,9 @@ class StackedPairs:
             fallback |= ~refitted
         fallback |= ~np.all(np.isfinite(values), axis=0)  # the one-problem path says why
         ratio = self._heldout_ratio(stack)
-        fits = [None if fallback[p] else FitResult(
+        # every converged fit is returned: a fallback pair's one-problem evaluation
+        # starts from it (one Newton iteration) instead of fitting again
+        fits = [None if stack.fallback[p] else FitResult(
             alpha=stack.alpha[p, :int(self.sizes[p])].copy(),
             intercept=float(stack.intercept[p]),
             decision=stack.decision[p, :int(self.sizes[p])].copy(),
