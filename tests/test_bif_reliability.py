@@ -217,6 +217,11 @@ def test_truncation_error_units():
     assert truncation_error(predictions, y, folds, [0.1, 0.0], "0-1") == 0.25
     assert truncation_error(predictions, y, folds, [math.inf, 0.0], "0-1") == 0.5
     mse = truncation_error(predictions, y, folds, [0.1, 0.0], "mse")
+    # order inf has no remainder: a held-out value exactly at 0 (a narrow kernel's
+    # balanced pair) is not a truncation problem (it was flagged "unconverged")
+    at_zero = np.array([0.0, 0.3, 0.0, -1.0])
+    assert truncation_error(at_zero, y, folds, [0.0, 0.0], "0-1") == 0.0
+    assert truncation_error(at_zero, y, folds, [0.1, 0.0], "0-1") == 0.25
     assert mse == pytest.approx((2 * 0.5 * 0.1 + 0.01 + 2 * 1.05 * 0.1 + 0.01) / 4)
 
 

@@ -142,12 +142,14 @@ def truncation_error(predictions, y, fold_ids, remainder, metric) -> float:
 
     ``remainder`` is the (t,) tail estimate of each fold (:func:`tail`, plus the terms
     computed after the order used). For the 0-1 error: the share of samples whose
-    prediction is within its remainder of 0 (they may change sign). For the MSE: the mean
-    of ``(|r_j| + e_j)^2 - r_j^2`` with the residual ``r_j`` and remainder ``e_j``.
+    prediction is within its (positive) remainder of 0 (they may change sign). For the
+    MSE: the mean of ``(|r_j| + e_j)^2 - r_j^2`` with the residual ``r_j`` and remainder
+    ``e_j``.
     """
     e = np.asarray(remainder, dtype=np.float64)[fold_ids]
     if metric == "0-1":
-        return float(np.mean(np.abs(predictions) <= e))
+        # a remainder of 0 (order inf) moves nothing, even a value exactly at 0
+        return float(np.mean((e > 0) & (np.abs(predictions) <= e)))
     if not np.all(np.isfinite(e)):
         return float("inf")
     residual = np.abs(y - predictions)
