@@ -5,6 +5,7 @@ C = 1/(2 n lam) beside every lam, and the header names the version and the comma
 from __future__ import annotations
 
 import json
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
@@ -104,3 +105,12 @@ def test_library_report_has_no_argv_and_a_broken_report_fails_the_schema(data):
                                       for c in report["candidates"]])
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, SCHEMA)
+
+
+def test_the_version_is_pyprojects():
+    from pathlib import Path
+
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert kernelcv.__version__ == project["project"]["version"]

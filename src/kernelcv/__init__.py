@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import graph
     from .machines.saved_model import load_model
     from .selection.search import SearchResult, grid_search
 
-__version__ = "0.1.0"
+from ._version import __version__ as __version__
 
 # public name -> the module (relative to kernelcv) that defines it
 _EXPORTS = {

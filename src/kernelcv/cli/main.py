@@ -34,6 +34,7 @@ import sys
 import warnings
 from dataclasses import dataclass
 
+from .._version import __version__
 from ..exceptions import KernelCVError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
@@ -113,12 +114,7 @@ def _named_command(argv):
 
 
 def _version():
-    try:
-        from importlib.metadata import version
-
-        return version("kernelcv")
-    except Exception:  # not installed: the version is only informative
-        return "unknown"
+    return __version__
 
 
 def _say(kind, message):

@@ -31,11 +31,11 @@ import json
 import os
 import tempfile
 import zipfile
-from importlib import metadata
 
 import numpy as np
 import scipy.sparse as sp
 
+from .._version import __version__
 from ..exceptions import KernelCVError
 from ..features import FeatureMap, LinearFeatureModel
 from ..kernels import Kernel
@@ -328,7 +328,4 @@ def _feature_model_of(arrays, header) -> LinearFeatureModel:
 
 
 def _version() -> str:
-    try:
-        return metadata.version("kernelcv")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return __version__

@@ -19,7 +19,7 @@ reproduce a report without reading the code:
 
 from __future__ import annotations
 
-from importlib import metadata
+from .._version import __version__
 
 SCHEMA_VERSION = "1.1"  # 1.1: flagged, unconverged / ill_conditioned, the grid section
 # Keys of a candidate that identify it in a ``ranking`` row.
@@ -27,11 +27,8 @@ _PARAMS = ("kernel", "gamma", "degree", "coef0", "lam", "C")
 
 
 def kernelcv_version() -> str:
-    """The installed kernelcv's version (``"unknown"`` when it is not installed)."""
-    try:
-        return metadata.version("kernelcv")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    """The running kernelcv's version (:data:`kernelcv.__version__`)."""
+    return __version__
 
 
 def lam_to_C(lam: float, n_samples: int) -> float:
