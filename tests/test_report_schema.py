@@ -5,13 +5,13 @@ C = 1/(2 n lam) beside every lam, and the header names the version and the comma
 from __future__ import annotations
 
 import json
-import tomllib
 from importlib import metadata
 from pathlib import Path
 
 import jsonschema
 import numpy as np
 import pytest
+import tomllib
 from sklearn.datasets import dump_svmlight_file
 
 import kernelcv
@@ -108,9 +108,5 @@ def test_library_report_has_no_argv_and_a_broken_report_fails_the_schema(data):
 
 
 def test_the_version_is_pyprojects():
-    from pathlib import Path
-
-    import tomllib
-
     project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert kernelcv.__version__ == project["project"]["version"]
