@@ -91,6 +91,7 @@ def test_order_inf_of_the_stacked_pairs_is_the_one_problem_path(seed, k, t, mach
         assert ours.order_used == one.order_used == "inf"
         assert (ours.unconverged, ours.ill_conditioned, ours.degenerate) == (
             one.unconverged, one.ill_conditioned, one.degenerate)
+        assert ours.notes == one.notes
         assert ours.heldout_ratio == pytest.approx(one.heldout_ratio, rel=1e-6, abs=1e-12)
 
 
@@ -122,7 +123,7 @@ def test_pairs_the_stack_cannot_take_go_through_the_one_problem_path(monkeypatch
 
     def spy(self, *args, **kwargs):
         result = original(self, *args, **kwargs)
-        calls.append(result[2].copy())
+        calls.append(result.fallback.copy())
         return result
 
     monkeypatch.setattr(stacked_pairs.StackedPairs, "evaluate", spy)
@@ -175,3 +176,19 @@ def test_pairs_are_stacked_from_ten_pairs_of_at_most_120_rows(monkeypatch, k,
     K, codes, folds = problem(4, k, 3, k * rows_per_class, 0.5)
     evaluate(K, codes, folds, spec_for("svm", True, k), 1e-2, "exact", True)
     assert bool(calls) == stacked
+
+
+def test_an_ill_conditioned_pair_is_flagged_as_the_one_problem_path_flags_it():
+    # lam = 1e-9 (n lam ~ 5e-8): the fold-out systems lose most digits (conditioning
+    # check of kernelcv.criteria.conditioning, done per pair on the stacked fit)
+    K, codes, folds = problem(20, 5, 5, 60, 10.0**1.5)
+    spec = spec_for("svm", True, 5)
+    with np.errstate(all="ignore"):
+        ours = evaluate(K, codes, folds, spec, 1e-9, "bif", True, order="inf")
+        one = evaluate(K, codes, folds, spec, 1e-9, "bif", False, order="inf")
+    assert one.ill_conditioned and ours.ill_conditioned
+
+    def machines(notes):
+        return [note.split(":")[0] for note in notes if "ill-conditioned" in note]
+
+    assert machines(ours.notes) == machines(one.notes) != []

@@ -124,17 +124,19 @@ class MulticlassCV:
                                              [part["rows"] for part in self._parts],
                                              [part["y"] for part in self._parts])
             fit_tic = time.perf_counter()
-            values, stacked_fits, fallback, ratios = self._stacked.evaluate(
-                lam, machine, method, warm)
+            found = self._stacked.evaluate(lam, machine, method, warm)
             fit_seconds += time.perf_counter() - fit_tic
-            done = ~fallback
-            decisions[:, done] = values[:, done]
+            stacked_fits = found.fits
+            done = ~found.fallback
+            decisions[:, done] = found.values[:, done]
             if done.any():
-                ratio = float(np.min(ratios[done]))
+                ratio = float(np.min(found.ratio[done]))
+                ill_conditioned = bool(np.any(found.ill_conditioned[done]))
         for p, (problem, part) in enumerate(zip(self.problems, self._parts, strict=True)):
             if done[p]:
                 fits.append(stacked_fits[p])
                 orders.append(stacked_order)
+                notes.extend(f"machine {problem.label}: {note}" for note in found.notes[p])
                 continue
             extra = None
             if part["extra"] is not None and part["extra"][0].size:

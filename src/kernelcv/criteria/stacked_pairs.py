@@ -16,13 +16,14 @@ computes the same numbers for all pairs together:
    other classes' points alike (the "extra points" of the one-problem path), and the
    full fit ``K(x, rows_p) alpha_p + b_p`` when fold i holds none of the pair's rows;
 4. the flags of the one-problem path: the median held-out ratio of
-   :func:`kernelcv.criteria.result.heldout_rounding`, and the quick rounding bound of
-   :func:`kernelcv.criteria.conditioning.relative_rounding`.
+   :func:`kernelcv.criteria.result.heldout_rounding`, and the rounding check of
+   :func:`kernelcv.criteria.conditioning.relative_rounding` (the quick bound for all
+   pairs at once, the ``dpocon`` estimate for a pair that fails it).
 
 A pair the stacked path cannot finish exactly as the one-problem path would (a fit that
 needs jitter or does not converge, a fold system that is not numerically positive
-definite, more than :data:`STACKED_MAX_ACTIVE` active points, or a quick rounding bound
-above tolerance, where the full check needs the fit's own factorisation) is listed in
+definite, more than :data:`STACKED_MAX_ACTIVE` active points, or a rounding error
+above tolerance, which the one-problem path reports in a note) is listed in
 ``fallback`` and evaluated by the one-problem path instead, so the results, notes and
 flags are that path's in every case. Tested against it and against refit CV.
 
@@ -34,10 +35,15 @@ Memory: the pairs' Gram blocks, (P, m, m) and (P, n, m) floats, once per kernel.
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import dataclass
 
-from ..machines.solver import FitResult
+import numpy as np
+from scipy.linalg.lapack import dpotrf
+
+from ..machines.solver import Factorisation, FitResult
 from ..machines.stacked import batched_matvec, fit_stacked
+from .evaluate import _rounding_check
+from .result import fold_errors
 from .truncation import TOLERANCE
 
 # Pairs with more active points at the fit use the one-problem order-inf step (its shared
@@ -45,6 +51,29 @@ from .truncation import TOLERANCE
 STACKED_MAX_ACTIVE = 64
 # Refit problems are stacked in chunks of at most this many Gram values (8 bytes each).
 REFIT_CHUNK_FLOATS = 4_000_000
+
+
+@dataclass
+class StackedValues:
+    """What :meth:`StackedPairs.evaluate` found for the P pairs.
+
+    Attributes
+    ----------
+    values : (n, P) held-out decision values at every point (columns of fallback pairs
+        unset).
+    fits : list of P :class:`FitResult` (None where the batched fit failed).
+    fallback : (P,) bool, pairs to evaluate with the one-problem path.
+    ratio : (P,) median held-out ratio of each pair (nan for fallback pairs).
+    ill_conditioned : (P,) bool, pairs whose rounding error is above tolerance.
+    notes : P lists of the one-problem path's notes (the ill-conditioned warning).
+    """
+
+    values: np.ndarray
+    fits: list
+    fallback: np.ndarray
+    ratio: np.ndarray
+    ill_conditioned: np.ndarray
+    notes: list
 
 
 class StackedPairs:
@@ -92,10 +121,7 @@ class StackedPairs:
 
         Returns
         -------
-        values : (n, P) the held-out decision values (columns of fallback pairs unset).
-        fits : list of P :class:`FitResult` (None where the batched fit failed).
-        fallback : (P,) bool, pairs to evaluate with the one-problem path.
-        ratio : (P,) the median held-out ratio of each pair (nan for fallback pairs).
+        StackedValues
         """
         P, m = self.y.shape
         loss, intercept = machine.loss, machine.fit_intercept
@@ -109,6 +135,8 @@ class StackedPairs:
         stack = fit_stacked(self.K_pairs, self.y, self.valid, lam, loss, intercept,
                             alpha0=alpha0, intercept0=b0)
         fallback = stack.fallback.copy()
+        ill = np.zeros(P, dtype=bool)
+        notes = [[] for _ in range(P)]
         g, h = loss.derivatives(self.y, stack.decision)
         g, h = g * self.valid, h * self.valid
         active = h > 0
@@ -120,8 +148,14 @@ class StackedPairs:
         if method == "bif":
             fallback |= ~solved
             values = self._values(stack, weights, betas, lam)
-            fallback |= ~self._rounding_passes(stack, h, active, values, lam, intercept,
-                                               machine)
+            passes = self._rounding_passes(stack, h, active, values, lam, intercept,
+                                           machine)
+            for p in np.flatnonzero(~passes & ~fallback):
+                checked = self._rounding_check(p, stack, h, values, lam, machine, notes[p])
+                if checked is None:  # no Cholesky factor: the one-problem path adds jitter
+                    fallback[p] = True
+                else:
+                    ill[p] = checked
         else:
             stepped = solved & ~large
             values, refitted = self._refit_values(stack, weights, betas, stepped, lam,
@@ -138,7 +172,7 @@ class StackedPairs:
             n_iter=int(stack.n_iter[p]), converged=bool(stack.converged[p]))
             for p in range(P)]
         ratio[fallback] = np.nan
-        return values, fits, fallback, ratio
+        return StackedValues(values, fits, fallback, ratio, ill, notes)
 
     def _refit_values(self, stack, weights, betas, stepped, lam, machine, skip):
         """Exact refit CV of every pair: (n, P) held-out values and (P,) which succeeded.
@@ -277,6 +311,29 @@ class StackedPairs:
         if some.any():
             ratio[some] = np.nanmedian(quotient[some], axis=1)
         return ratio
+
+    def _rounding_check(self, p, stack, h, values, lam, machine, notes):
+        """Pair p's full rounding check (:func:`kernelcv.criteria.evaluate._rounding_check`:
+        ``dpocon`` on its fit's active system, then the held-out kernel masses), for a
+        pair whose quick bound failed: whether its value is ill-conditioned (the note
+        goes to ``notes``), or None when the system has no Cholesky factor (the
+        one-problem path then adds jitter and says so). ``O(|Q|^3 + m^2)``."""
+        size = int(self.sizes[p])
+        K = self.K_pairs[p, :size, :size]
+        y, folds = self.y[p, :size], self.folds[p, :size]
+        active = np.flatnonzero(h[p, :size] > 0)
+        M = K[np.ix_(active, active)]
+        M[np.diag_indices_from(M)] += 2 * lam * size / h[p, active]
+        factor, info = dpotrf(M, lower=1, clean=0)
+        if info != 0:
+            return None
+        fit = FitResult(alpha=stack.alpha[p, :size], intercept=float(stack.intercept[p]),
+                        decision=stack.decision[p, :size], n_iter=int(stack.n_iter[p]),
+                        converged=True,
+                        factor=Factorisation(active=active, cho=(factor, True)))
+        predictions = values[self.index[p, :size], p]
+        error = fold_errors(y, predictions, folds, machine.metric)[0]
+        return _rounding_check(K, y, folds, lam, machine, fit, predictions, error, notes)[1]
 
     def _rounding_passes(self, stack, h, active, values, lam, intercept, machine):
         """(P,) whether each pair passes the quick rounding bound of the one-problem path.
