@@ -166,9 +166,12 @@ def _line_search(loss, y, F, dF, g0, d_alpha, K_alpha, K_d, lam, n):
 def _best_intercept(loss, y, F0, b0):
     """Minimiser over b of ``sum_j loss(y_j, F0_j + b)`` (convex, piecewise quadratic).
 
-    Its derivative ``sum_j g_j(F0_j + b)`` is non-decreasing in b: a bracket around its
+    Its derivative ``sum_j g_j(F0_j + b)`` is non-decreasing in b. Up to
+    :data:`KNOT_SCAN_MAX_ROWS` rows its root is found exactly from the knots
+    (:func:`_intercept_between_knots`, ``O(n^2)`` in one pass); else a bracket around its
     sign change is found by doubling steps from ``b0``, then narrowed by bisection (and a
-    Newton step where the curvature is positive) to rounding level. O(n) per evaluation.
+    Newton step where the curvature is positive) to rounding level, ``O(n)`` per
+    evaluation (about fifty).
     """
     def slope(b):
         g, h = loss.derivatives(y, F0 + b)
@@ -177,11 +180,15 @@ def _best_intercept(loss, y, F0, b0):
     s0, _ = slope(b0)
     if s0 == 0.0:
         return b0
+    exact = _intercept_between_knots(loss, y, F0)
+    if exact is not None:
+        return exact
     direction = -1.0 if s0 > 0 else 1.0
     step, lo, hi = 1.0, b0, b0
     for _ in range(200):
         candidate = b0 + direction * step
-        if (slope(candidate)[0] > 0) == (s0 > 0):
+        value = slope(candidate)[0]
+        if (value > 0) if s0 > 0 else (value < 0):  # no sign change yet (0 ends it)
             step *= 2.0
             continue
         lo, hi = sorted((b0 + direction * step / 2.0 if step > 1.0 else b0, candidate))
@@ -205,6 +212,39 @@ def _best_intercept(loss, y, F0, b0):
         if hi - lo <= 1e-15 * max(1.0, abs(lo), abs(hi)):
             break
     return 0.5 * (lo + hi)
+
+
+# _best_intercept evaluates the slope at every knot at once up to this many rows
+# (an (2n, n) array); above it, it brackets and bisects.
+KNOT_SCAN_MAX_ROWS = 400
+
+
+def _intercept_between_knots(loss, y, F0):
+    """The root of ``s(b) = sum_j g_j(F0_j + b)`` from the knots, or None.
+
+    ``s`` is non-decreasing and linear between the shifts ``b = knot - F0_j`` where a
+    point changes piece, so evaluating it at every shift (one (2n, n) pass) brackets its
+    sign change between two consecutive shifts, where linear interpolation is exact.
+    None for a loss without ``knots``, more than :data:`KNOT_SCAN_MAX_ROWS` rows, or no
+    sign change among the shifts (the caller then brackets by doubling steps).
+    """
+    knots = getattr(loss, "knots", None)
+    n = y.shape[0]
+    if knots is None or n == 0 or n > KNOT_SCAN_MAX_ROWS:
+        return None
+    shifts = np.unique((knots(y) - F0[:, None]).ravel())
+    # one shift beyond each end, where every point is off its quadratic pieces (the
+    # slope's limits, exact there; at a knot itself rounding may leave it a hair off)
+    reach = 1.0 + float(np.max(np.abs(shifts)))
+    shifts = np.concatenate([[shifts[0] - reach], shifts, [shifts[-1] + reach]])
+    slopes = loss.derivatives(y[None, :], F0[None, :] + shifts[:, None])[0].sum(axis=1)
+    if not (slopes[0] <= 0.0 <= slopes[-1]):
+        return None
+    k = int(np.searchsorted(slopes, 0.0, side="left"))  # first shift with s >= 0
+    if slopes[k] == 0.0 or k == 0:
+        return float(shifts[k])
+    lo, hi = shifts[k - 1], shifts[k]
+    return float(lo + (0.0 - slopes[k - 1]) * (hi - lo) / (slopes[k] - slopes[k - 1]))
 
 
 # A point this fraction of its quadratic band's width inside it is on the band's edge
