@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import kernelcv.criteria.multiclass as multiclass
 import kernelcv.criteria.stacked_pairs as stacked_pairs
+import kernelcv.machines.stacked as stacked
 from kernelcv.criteria.multiclass import MulticlassCV
 from kernelcv.machines import make_machine
 from kernelcv.machines.multiclass import binary_problems
@@ -25,7 +25,7 @@ from kernelcv.machines.multiclass import binary_problems
 @pytest.fixture(autouse=True)
 def stack_any_number_of_pairs(monkeypatch):
     """Small problems here: stack their 3-10 pairs (the default waits for 10)."""
-    monkeypatch.setattr(multiclass, "STACK_MIN_PAIRS", 1)
+    monkeypatch.setattr(stacked, "STACK_MIN_PROBLEMS", 1)
 
 
 def problem(seed, k, t, n, gamma):

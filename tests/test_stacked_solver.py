@@ -100,3 +100,34 @@ def test_padding_rows_change_nothing(intercept):
     b = fit_stacked(K_noise, y_noise, valid, 1e-2, spec.loss, intercept)
     assert np.allclose(a.decision, b.decision, rtol=0, atol=1e-12)
     assert np.allclose(a.intercept, b.intercept, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("machine", ["svm", "l2svm"])
+def test_a_multiclass_models_pairs_fitted_together_equal_one_by_one(monkeypatch, machine):
+    from dataclasses import replace
+
+    import kernelcv.machines.stacked as stacked
+    from kernelcv.machines.model import fit_scheme
+
+    rng = np.random.default_rng(8)
+    k, n = 5, 60
+    codes = np.arange(n) % k
+    X = rng.normal(size=(n, 3)) + codes[:, None]
+    K = np.exp(-0.3 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    spec = replace(make_machine(machine, multiclass="ovo"), n_classes=k)
+    monkeypatch.setattr(stacked, "STACK_MIN_PROBLEMS", 10**6)
+    one = fit_scheme(spec, K, codes, k, 1e-2)
+    calls = []
+    monkeypatch.setattr(stacked, "STACK_MIN_PROBLEMS", 1)
+    original = stacked.fit_stacked
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    import kernelcv.machines.model as model
+    monkeypatch.setattr(model, "fit_stacked", spy)
+    together = fit_scheme(spec, K, codes, k, 1e-2)
+    assert calls
+    assert np.allclose(together[0], one[0], rtol=0, atol=1e-8)
+    assert np.allclose(together[1], one[1], rtol=0, atol=1e-8)

@@ -30,18 +30,17 @@ import time
 import numpy as np
 
 from ..machines.multiclass import binary_problems, predict_codes
+from ..machines.stacked import worth_stacking
 from .closed_form import ClosedFormCV
 from .evaluate import Evaluation, evaluate_lam
 from .stacked_pairs import StackedPairs
 
-# Pairs are stacked when there are at least STACK_MIN_PAIRS of them (five classes) and
-# the largest has at most STACK_MAX_ROWS rows. Above that size the batch's padded systems
-# and its slowest member's iterations cost more than the Python overhead they save
-# (digits, 180-row pairs: select 17 s one by one, 30 s stacked; vowel, 48 rows: 7.9 s ->
-# 4.3 s; glass, 15 pairs: 2.6 -> 2.0 s); with three pairs (iris, wine) there is little
-# overhead to save and the two ways cost the same.
-STACK_MIN_PAIRS = 10
-STACK_MAX_ROWS = 120
+# Pairs are stacked (kernelcv.machines.stacked.worth_stacking) when there are at least
+# ten of them (five classes) and the largest has at most 120 rows. Above that size the
+# batch's padded systems and its slowest member's iterations cost more than the Python
+# overhead they save (digits, 180-row pairs: select 17 s one by one, 30 s stacked;
+# vowel, 48 rows: 7.9 s -> 4.3 s; glass, 15 pairs: 2.6 -> 2.0 s); with three pairs
+# (iris, wine) there is little overhead to save and the two ways cost the same.
 
 
 class MulticlassCV:
@@ -116,8 +115,7 @@ class MulticlassCV:
         stacked_order = None if method == "exact" else "inf"
         stackable = method == "exact" or (method == "bif" and options.get("order") == "inf")
         if (self.stack_pairs and self.strategy == "ovo" and stackable
-                and len(self._parts) >= STACK_MIN_PAIRS
-                and max(part["rows"].size for part in self._parts) <= STACK_MAX_ROWS
+                and worth_stacking([part["rows"].size for part in self._parts])
                 and (warm is None or all(fit is not None for fit in warm))):
             if self._stacked is None:
                 self._stacked = StackedPairs(self.K, self.fold_ids,

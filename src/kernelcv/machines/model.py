@@ -22,6 +22,7 @@ from ..kernels import Kernel
 from . import Machine
 from .multiclass import binary_problems, predict_codes
 from .solver import FitResult
+from .stacked import fit_stacked, stack_blocks, worth_stacking
 
 # Test-time kernel blocks hold at most this many entries (128 MiB of float64).
 BLOCK_ENTRIES = 2**24
@@ -40,13 +41,30 @@ def fit_scheme(machine: Machine, K, codes, n_classes: int, lam, tol=1e-10, max_i
     ``codes`` are class codes ``0..n_classes-1``. Returns ``coef`` (n, m), one column per
     machine of :func:`~kernelcv.machines.multiclass.binary_problems` (zero off the rows a
     one-vs-one machine is trained on), ``intercepts`` (m,) and ``n_iter`` (m,). Cost: the
-    m binary fits on their rows (one-vs-one sub-blocks of K are copied).
+    m binary fits on their rows (one-vs-one sub-blocks of K are copied); ten or more small
+    one-vs-one pairs are fitted together (:func:`kernelcv.machines.stacked.fit_stacked`).
     """
     problems = binary_problems(codes, n_classes, machine.multiclass)
     coef = np.zeros((codes.shape[0], len(problems)))
     intercepts = np.zeros(len(problems))
     n_iter = np.zeros(len(problems), dtype=np.int64)
+    done = np.zeros(len(problems), dtype=bool)
+    if machine.multiclass == "ovo" and worth_stacking([p.rows.size for p in problems]):
+        # many small pairs: one batched Newton iteration for all (same optima)
+        K_stack, y_stack, valid = stack_blocks(K, [p.rows for p in problems],
+                                               [p.targets(codes) for p in problems])
+        with separate_blas_pools():
+            stack = fit_stacked(K_stack, y_stack, valid, float(lam), machine.loss,
+                                machine.fit_intercept, tol=float(tol),
+                                max_iter=int(max_iter))
+        done = ~stack.fallback
+        for p in np.flatnonzero(done):
+            coef[problems[p].rows, p] = stack.alpha[p, :problems[p].rows.size]
+            intercepts[p] = stack.intercept[p]
+            n_iter[p] = stack.n_iter[p]
     for p, problem in enumerate(problems):
+        if done[p]:
+            continue
         rows = slice(None) if problem.rows is None else problem.rows
         K_p = K if problem.rows is None else K[np.ix_(rows, rows)]
         result = fit_gram(machine, K_p, problem.targets(codes), lam, tol, max_iter)

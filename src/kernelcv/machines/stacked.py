@@ -39,6 +39,12 @@ import numpy as np
 
 from .solver import SHALLOW_BAND_DEPTH, _best_intercept
 
+# Callers stack the binary problems of a multiclass scheme from this many problems of at
+# most STACK_MAX_ROWS rows (measured on one-vs-one searches: see
+# kernelcv.criteria.multiclass); larger problems gain nothing from the batch.
+STACK_MIN_PROBLEMS = 10
+STACK_MAX_ROWS = 120
+
 # The stacked systems keep all m rows (identity rows where a point is not on a quadratic
 # piece) when the largest active set has at least this share of them; below it they are
 # gathered to the active rows (``P a^3`` instead of ``P m^3`` flops, for the price of two
@@ -64,6 +70,29 @@ class FitStack:
     n_iter: np.ndarray
     converged: np.ndarray
     fallback: np.ndarray
+
+
+def worth_stacking(sizes) -> bool:
+    """Whether problems of these row counts are fitted faster together (see above)."""
+    return len(sizes) >= STACK_MIN_PROBLEMS and max(sizes) <= STACK_MAX_ROWS
+
+
+def stack_blocks(K, rows, targets):
+    """Pad and stack the problems ``K[rows[p], rows[p]]``, ``targets[p]``.
+
+    Returns ``(K_stack (P, m, m), y (P, m), valid (P, m))`` with each problem's rows
+    first and zeros on the padding.
+    """
+    sizes = np.array([r.size for r in rows])
+    P, m = len(rows), int(sizes.max())
+    valid = np.arange(m)[None, :] < sizes[:, None]
+    index = np.zeros((P, m), dtype=np.intp)
+    y = np.zeros((P, m))
+    for p, (r, target) in enumerate(zip(rows, targets, strict=True)):
+        index[p, :r.size] = r
+        y[p, :r.size] = target
+    blocks = K[index[:, :, None], index[:, None, :]]
+    return np.where(valid[:, :, None] & valid[:, None, :], blocks, 0.0), y, valid
 
 
 def batched_matvec(K, v):
