@@ -50,7 +50,12 @@ def test_coarse_stage_keeps_the_last_setting_and_lam():
     _, _, calls = walk(surface, keep=1)
     first = calls[0]
     assert sorted(first) == [0, 3, 4]  # every third setting, the last one kept
-    assert all(lams == [0.0, 3.0, 6.0, 7.0] for lams in first.values())
+    # lam: both ends and the middle (3 of the default 15: 0, 7, 14)
+    assert all(lams == [0.0, 4.0, 7.0] for lams in first.values())
+    _, _, calls = walk(np.zeros((2, 15)), keep=1)
+    assert all(lams == [0.0, 7.0, 14.0] for lams in calls[0].values())
+    _, _, calls = walk(np.zeros((2, 2)), keep=1)
+    assert all(lams == [0.0, 1.0] for lams in calls[0].values())
 
 
 def test_records_come_back_in_lam_order_per_setting():
