@@ -115,3 +115,34 @@ def test_multiclass_binary_problems_start_from_libsvm_from_fewer_rows(monkeypatc
     warm = multiclass.fit(K, y, 2e-3, alpha0=started.alpha, intercept0=started.intercept)
     assert calls == []  # a warm start from a neighbouring lam is kept below 1000 rows
     np.testing.assert_allclose(warm.decision, binary.fit(K, y, 2e-3).decision, atol=1e-7)
+
+
+def test_exact_cv_without_the_unused_full_fit(monkeypatch):
+    """evaluate_lam(method="exact", full_fit=False) skips the full-data fit when the
+    refits start from LIBSVM (a search's confirmation): the same held-out values and
+    fold errors as with it, one fit fewer; a machine whose refits start from the full
+    fit (l2svm) still makes it."""
+    import kernelcv.machines as machines
+    from kernelcv.criteria.evaluate import evaluate_lam
+    from kernelcv.validation import make_folds
+
+    monkeypatch.setattr(machines, "LIBSVM_START_MIN_ROWS", 50)
+    calls = []
+    real = machines.fit_kernel_machine
+    monkeypatch.setattr(machines, "fit_kernel_machine",
+                        lambda K, *a, **k: calls.append(K.shape[0]) or real(K, *a, **k))
+    K, y = _classification(120, 4, 1.0)
+    folds = make_folds(y, 5, True, 0)
+    machine = make_machine("svm")
+    with_fit = evaluate_lam(K, y, folds, 1e-3, machine, "exact")
+    assert calls.count(120) == 1 and len(calls) == 6
+    calls.clear()
+    without = evaluate_lam(K, y, folds, 1e-3, machine, "exact", full_fit=False)
+    assert 120 not in calls and len(calls) == 5
+    np.testing.assert_array_equal(without.predictions, with_fit.predictions)
+    np.testing.assert_array_equal(without.fold_errors, with_fit.fold_errors)
+    assert without.cv_error == with_fit.cv_error and without.fit is None
+    assert np.isnan(without.heldout_ratio) and not without.degenerate
+    calls.clear()
+    l2svm = evaluate_lam(K, y, folds, 1e-3, make_machine("l2svm"), "exact", full_fit=False)
+    assert calls.count(120) == 1 and l2svm.fit is not None

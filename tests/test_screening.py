@@ -6,7 +6,14 @@ from sklearn.datasets import make_classification
 
 from kernelcv import grid_search
 from kernelcv.exceptions import KernelCVError
-from kernelcv.selection.screening import Screening, coarse_to_fine, halving_subsample
+from kernelcv.selection.screening import (
+    Screening,
+    coarse_to_fine,
+    halving_subsample,
+)
+from kernelcv.selection.screening import (
+    walk as screen_walk,
+)
 
 
 def surface_evaluator(surface, calls):
@@ -43,7 +50,12 @@ def test_coarse_stage_keeps_the_last_setting_and_lam():
     _, _, calls = walk(surface, keep=1)
     first = calls[0]
     assert sorted(first) == [0, 3, 4]  # every third setting, the last one kept
-    assert all(lams == [0.0, 3.0, 6.0, 7.0] for lams in first.values())
+    # lam: both ends and the middle (3 of the default 15: 0, 7, 14)
+    assert all(lams == [0.0, 4.0, 7.0] for lams in first.values())
+    _, _, calls = walk(np.zeros((2, 15)), keep=1)
+    assert all(lams == [0.0, 7.0, 14.0] for lams in calls[0].values())
+    _, _, calls = walk(np.zeros((2, 2)), keep=1)
+    assert all(lams == [0.0, 1.0] for lams in calls[0].values())
 
 
 def test_records_come_back_in_lam_order_per_setting():
@@ -67,6 +79,33 @@ def test_every_kept_point_is_a_local_minimum_of_the_evaluated_grid():
             for b in (j - 1, j, j + 1):
                 if 0 <= a < 21 and 0 <= b < 15:
                     assert (a, b) in evaluated
+
+
+def test_plus_walk_ends_on_axis_local_minima_with_fewer_evaluations():
+    """shape="plus" (the all-rows walk of "halving") evaluates the four axis neighbours of
+    the kept points: each ends a local minimum along both axes, the bowl's minimum is
+    still found, with fewer evaluations than the 3 x 3 blocks from the same start."""
+    i, j = np.meshgrid(np.arange(21), np.arange(15), indexing="ij")
+    rng = np.random.default_rng(3)
+    lams = [[float(k) for k in range(15)]] * 21
+    start = {(10, 3), (4, 12)}
+    bowl = (i - 13) ** 2 + 0.5 * (j - 7) ** 2
+    for surface in (bowl, rng.random((21, 15))):
+        counts = {}
+        for shape in ("box", "plus"):
+            calls = []
+            per_setting, _ = screen_walk(lams, surface_evaluator(surface, calls), start,
+                                         keep=3, shape=shape)
+            points = {(a, int(r["lam"])) for a, records in per_setting.items()
+                      for r in records}
+            counts[shape] = len(points)
+            for a, b in sorted(points, key=lambda p: (surface[p], p))[:3]:
+                for c, d in ((a - 1, b), (a + 1, b), (a, b - 1), (a, b + 1)):
+                    if 0 <= c < 21 and 0 <= d < 15:
+                        assert (c, d) in points
+            if surface is bowl:
+                assert min(points, key=lambda p: surface[p]) == (13, 7)
+        assert counts["plus"] < counts["box"]
 
 
 def assert_subset_of_full_grid(full, screened):

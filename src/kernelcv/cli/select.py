@@ -161,7 +161,7 @@ def add_arguments(parser):
     space.add_argument("--screen", choices=("auto", "coarse", "halving", "off"),
                        default="auto",
                        help="evaluate the whole grid (off) or walk it coarse to fine: "
-                            "every third gamma and lam, then the neighbourhoods of the 3 "
+                            "every third gamma at 3 lam values, then the neighbourhoods of the 3 "
                             "best points until they are local minima (coarse); halving "
                             "starts that walk from the grid walked on an n/3 subsample; "
                             "auto = halving from 200 samples, else coarse, and off with "

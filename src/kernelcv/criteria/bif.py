@@ -31,7 +31,7 @@ Cost: ``L^-1`` needs only the active system ``M = K_AA + 2 lam n H_A^-1`` on
 ``A = {h > 0}``, already factored by the full fit. All folds are done at once as the
 columns of an ``n x t`` matrix: per order ``O(n |A| t)``. Order ``"inf"`` needs the
 fold-out systems on ``A \\ S_i``: with ten or more folds all of them come from one
-factorisation and inverse of the full active system (Schur complement,
+Cholesky factor of the full active system and its triangular inverse (Schur complement,
 :class:`FoldOutSolver`), else one Cholesky factorisation per fold. Its held-out values
 are formed directly from the step's coefficients, not as ``F + Delta``, so they keep
 their relative precision for narrow kernels (where finite orders are rounding noise).
@@ -325,10 +325,10 @@ def newton_step_weights(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept):
     far below ``|F|``, it keeps them to relative precision instead of rounding noise.
 
     All folds share one factorisation (:class:`FoldOutSolver`) when that pays (see
-    :func:`shared_factorisation_pays`): the inverse ``G = (K_AA + m D)^-1`` of the full
-    active system at the most common retained size m, from which each fold's block is
-    eliminated (Schur complement); a fold of another retained size is factored on its
-    own. Cost ``O(|A|^3)`` once (Cholesky and inverse) plus
+    :func:`shared_factorisation_pays`): the Cholesky factor of the full active system
+    ``K_AA + m D`` at the most common retained size m and its triangular inverse, from
+    which each fold's block is eliminated (Schur complement); a fold of another retained
+    size is factored on its own. Cost ``O(|A|^3)`` once (``2 |A|^3 / 3``) plus
     ``O(t |A|^2)`` per right-hand side and ``O(n^2)`` for the predictions, against t
     Cholesky factorisations of about ``|A|`` rows for a direct per-fold solve.
 
@@ -346,7 +346,7 @@ def newton_step_weights(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept):
     if active.size and shared_factorisation_pays(active.size, retained_active, n - sizes):
         solver = FoldOutSolver(K, active, 2 * lam / h[active], fold_ids[active],
                                (n - sizes).astype(np.float64))
-    if solver is None or solver.G is None:
+    if solver is None or not solver.usable:
         # Small or jittered systems: one factorisation per fold.
         return _newton_step_per_fold(K, g, h, lam, n, fold_ids, sizes, fit_intercept, Z)
     folds = np.arange(t)

@@ -64,7 +64,7 @@ class Evaluation:
 
 
 def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, atol=None,
-                 closed=None, warm=None, extra=None) -> Evaluation:
+                 closed=None, warm=None, extra=None, full_fit=True) -> Evaluation:
     """Held-out predictions, CV error and degeneracy check for one lam.
 
     Parameters
@@ -94,13 +94,38 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
     # Overflow on unscaled data (targets near 1e200) would print numpy's warnings before
     # the one-line message of the non-finite result below: the result is checked instead.
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        extra = _check_extra(extra, y.shape[0], int(fold_ids.max()) + 1)
+        if method == "exact" and not full_fit and not _needs_full_fit(y, fold_ids, machine,
+                                                                      extra):
+            return _refits_only(K, y, fold_ids, lam, machine, extra)
         return _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed,
                          warm, extra)
 
 
+def _needs_full_fit(y, fold_ids, machine, extra) -> bool:
+    """Whether exact refits use the full fit: as their warm start (not from LIBSVM) or to
+    predict extra points of id -1."""
+    largest = int(np.bincount(fold_ids).max())
+    if not machine.starts_from_libsvm(int(y.shape[0] - largest)):
+        return True
+    return extra is not None and bool(np.any(extra[1] < 0))
+
+
+def _refits_only(K, y, fold_ids, lam, machine, extra):
+    """Method ``"exact"`` without the full-data fit (see ``full_fit`` of evaluate_lam)."""
+    tic = time.perf_counter()
+    predictions, _, *rest = refit_predictions(K, y, fold_ids, lam, machine, extra=extra)
+    if not np.all(np.isfinite(predictions)):
+        raise KernelCVError(_non_finite_message(K, y, lam, "exact"))
+    error, per_fold = fold_errors(y, predictions, fold_ids, machine.metric)
+    return Evaluation(cv_error=error, fold_errors=per_fold, predictions=predictions,
+                      order_used=None, degenerate=False, heldout_ratio=float("nan"),
+                      fit_seconds=0.0, seconds=time.perf_counter() - tic,
+                      extra_predictions=rest[0] if rest else None)
+
+
 def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, warm, extra):
     tic = time.perf_counter()
-    extra = _check_extra(extra, y.shape[0], int(fold_ids.max()) + 1)
     extra_predictions = None
     fit = None
     fit_seconds = 0.0

@@ -24,8 +24,12 @@ from .multiclass import binary_problems, predict_codes
 from .solver import FitResult
 from .stacked import fit_stacked, stack_blocks, worth_stacking
 
-# Test-time kernel blocks hold at most this many entries (128 MiB of float64).
-BLOCK_ENTRIES = 2**24
+# Test-time kernel blocks hold at most this many entries (8 MiB of float64). Blocks of
+# this size are reused from the process heap; larger ones are fresh memory maps each time
+# (glibc maps blocks above 32 MiB directly), whose page faults cost more than the kernel
+# itself: 5,000 test rows x 2,000 training rows (ijcnn1), predict 0.60 s with 128 MiB
+# blocks, 0.07 s with these.
+BLOCK_ENTRIES = 2**20
 
 
 def fit_gram(machine: Machine, K, y, lam, tol=1e-10, max_iter=100) -> FitResult:

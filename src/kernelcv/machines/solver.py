@@ -33,6 +33,7 @@ import numpy as np
 from scipy.linalg.lapack import dpotrf, dpotrs
 
 from ..exceptions import KernelCVError
+from .active_updates import ActiveSystems
 
 
 @dataclass
@@ -115,6 +116,12 @@ def cholesky_with_jitter(M: np.ndarray) -> tuple[tuple, float]:
     raise KernelCVError(
         "the kernel system is singular even with jitter: lam is too small for this kernel "
         "matrix; increase lam")
+
+
+def _factorise(M, active) -> Factorisation:
+    """:class:`Factorisation` of ``M`` on ``active`` (jitter where needed)."""
+    cho, jitter = cholesky_with_jitter(M)
+    return Factorisation(active=active, cho=cho, jitter=jitter)
 
 
 def _objective(loss, y, F, alpha, K_alpha_dot, lam):
@@ -318,6 +325,8 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
     converged = False
     g, h = loss.derivatives(y, F)
     two_lam_n = 2 * lam * n
+    # Later iterations' systems from the first one's factor where few points changed.
+    systems = ActiveSystems(K, _factorise)
     n_iter = 0
     while n_iter < max_iter:
         n_iter += 1
@@ -329,10 +338,7 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
         b_new = b
         if active.size:
             h_a = h[active]
-            M = K[active[:, None], active]
-            M.flat[::active.size + 1] += two_lam_n / h_a
-            cho, jitter = cholesky_with_jitter(M)
-            factor = Factorisation(active=active, cho=cho, jitter=jitter)
+            factor = systems.factor(active, two_lam_n / h_a)
             rhs = -(g[active] - h_a * F[active]) / h_a
             if fixed.size:
                 # K_AF target_F as a product with all of K (zeros on A): one BLAS call

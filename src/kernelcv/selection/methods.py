@@ -220,7 +220,7 @@ class CVMethod:
                 ev = MulticlassCV(K, y, folds, machine).evaluate(float(lam), machine,
                                                                   "exact")
             else:
-                ev = evaluate_lam(K, y, folds, float(lam), machine, "exact")
+                ev = evaluate_lam(K, y, folds, float(lam), machine, "exact", full_fit=False)
         result = {"cv_error": ev.cv_error,
                   "fold_errors": fold_losses(ev, y, folds, self.scoring),
                   "fold_sizes": [int(c) for c in np.bincount(folds)],
