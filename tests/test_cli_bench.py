@@ -196,11 +196,11 @@ def test_damaged_checkpoint_is_a_one_line_error(data_dir, tmp_path, capsys, cont
 
 def _run_fingerprint(data_dir, b):
     spec = suites.MODES["quick"]
-    return b._fingerprint({"mode": "quick", "seed": 0, "confirm": 0, "gammas": spec.gammas(),
-                           "lam_exponents": spec.lam_exponents,
-                           "degrees": list(spec.degrees),
-                           "data_dir": str(data_dir.resolve()), "lssvm_intercept": False,
-                           "version": 2})
+    return b.fingerprint({"mode": "quick", "seed": 0, "confirm": 0, "protocol": "ours",
+                          "gammas": spec.gammas(), "lam_exponents": spec.lam_exponents,
+                          "degrees": list(spec.degrees),
+                          "data_dir": str(data_dir.resolve()), "lssvm_intercept": False,
+                          "version": 3})
 
 
 def test_torn_last_checkpoint_line_is_dropped_and_the_run_resumes(data_dir, tmp_path):

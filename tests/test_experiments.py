@@ -366,7 +366,7 @@ def test_modes_grids():
 
 
 def test_checkpoint_resumes_refuses_foreign_runs_and_survives_a_cut_line(tmp_path):
-    from kernelcv.experiments.bench import _Checkpoint
+    from kernelcv.experiments.checkpoint import Checkpoint as _Checkpoint
 
     path = tmp_path / "checkpoint.jsonl"
     store = _Checkpoint(path, "run-a", fresh=False)
@@ -384,7 +384,7 @@ def test_checkpoint_resumes_refuses_foreign_runs_and_survives_a_cut_line(tmp_pat
 
 
 def test_checkpoint_drops_a_torn_last_line_so_that_appends_stay_readable(tmp_path):
-    from kernelcv.experiments.bench import _Checkpoint
+    from kernelcv.experiments.checkpoint import Checkpoint as _Checkpoint
 
     path = tmp_path / "checkpoint.jsonl"
     _Checkpoint(path, "run", fresh=False).add("a|svm|0", {"x": 1})
@@ -405,7 +405,7 @@ def test_checkpoint_drops_a_torn_last_line_so_that_appends_stay_readable(tmp_pat
     "",
 ])
 def test_damaged_checkpoint_is_refused_with_advice(tmp_path, content):
-    from kernelcv.experiments.bench import _Checkpoint
+    from kernelcv.experiments.checkpoint import Checkpoint as _Checkpoint
 
     path = tmp_path / "checkpoint.jsonl"
     path.write_text(content)

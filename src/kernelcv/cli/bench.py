@@ -6,6 +6,7 @@ into its arguments, prints progress lines to stderr and renders a short summary:
     kernelcv bench --quick --out results/bench
     kernelcv bench --sets heart,sonar --tables l2svm,svm --splits 10 --out results/bench
     kernelcv bench --quick --tables sloo-mps --out results/sloo   # SLOO-MPS, Table 1
+    kernelcv bench --quick --protocol paper --out results/paper   # like for like
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from ..experiments.bench import (
     SLOO_OUTPUTS,
     run_bench,
 )
-from ..experiments.suites import ENV_DATA, MODES
+from ..experiments.paper_tables import ENV_TABLES
+from ..experiments.suites import ENV_DATA, MODES, PROTOCOLS
 
 
 def _names(text):
@@ -80,6 +82,11 @@ def add_arguments(parser):
     what.add_argument("--confirm", type=_positive_int(0), default=0, metavar="K",
                       help="confirm the best K candidates of approximate searches by exact "
                            "CV (default 0: judge the approximations alone)")
+    what.add_argument("--protocol", choices=tuple(PROTOCOLS), default="ours",
+                      help="ours (default): gamma = 1/(2 sigma^2), standardised regression "
+                           "targets, SVR tube 0.1; paper: the papers' printed set-up, "
+                           "gamma = 1/(2 sigma), raw targets, SVR tube std(y) with Huber "
+                           "width 0.01 x tube (both: lam = 2^i/n, bias-free machines)")
     what.add_argument("--t-threshold", type=_threshold, default=None, metavar="T",
                       help="|paired t| above which a difference is significant (default: "
                            "the one-sided 95%% point of Student's t with R - 1 degrees of "
@@ -88,6 +95,11 @@ def add_arguments(parser):
     where.add_argument("--data-dir", default=None, metavar="DIR",
                        help=f"folder with libsvm/*.svm files (default: ${ENV_DATA}, else "
                             "shared/datasets beside the checkout)")
+    where.add_argument("--paper-tables", default=None, metavar="DIR",
+                       help=f"the papers' result tables (CSV) to put beside ours (default: "
+                            f"${ENV_TABLES}, else paper_tables beside the data folder or "
+                            "shared/paper_tables beside the checkout; none found: no "
+                            "comparison)")
     where.add_argument("--out", default="kernelcv-bench", metavar="DIR",
                        help=f"output folder for {', '.join(OUTPUTS)} (with sloo-mps also "
                             f"{', '.join(SLOO_OUTPUTS)}) and the checkpoint (default "
@@ -111,8 +123,12 @@ def run_command(args, parser):
         sets=args.sets, tables_=args.tables, data_dir=args.data_dir, out=args.out,
         max_train=args.max_train, confirm=args.confirm, n_jobs=args.n_jobs,
         t_threshold=args.t_threshold, figures_=not args.no_figures, fresh=args.fresh,
-        progress=None if args.quiet else progress)
+        progress=None if args.quiet else progress, protocol=args.protocol,
+        paper_folder=args.paper_tables)
     report["notes"] = [f"{s['set']}: skipped, {s['reason']}" for s in report["skipped"]]
+    if report["papers"] is None:
+        report["notes"].append("the papers' result tables were not found: no side-by-side "
+                               "(give them with --paper-tables DIR)")
     return report
 
 
@@ -159,5 +175,12 @@ def render(report, args=None):
         lines.append(f"  speed {row['table']:10s} {row['set']:16s} {row['sklearn']} "
                      f"{row['sklearn_seconds']:.2f} s / {row['fast']} "
                      f"{row['kernelcv_seconds']:.2f} s = {row['ratio']:.1f}x")
+    papers = report.get("papers")
+    if papers and papers["cells"]:
+        total = sum(papers[v] for v in ("within", "better", "worse"))
+        lines.append(f"  papers: {total} cells beside the papers' tables: {papers['within']} "
+                     f"within, {papers['better']} better, {papers['worse']} worse "
+                     f"({100 * (papers['within'] + papers['better']) / total:.0f} % within "
+                     f"or better; protocol {report['protocol']})")
     lines.append("files: " + ", ".join(report["files"]))
     return "\n".join(lines)

@@ -14,6 +14,12 @@ line (an interrupted write) is dropped. At the
 end ``results.json``, ``results.md``, ``time_ratio.png`` and ``bif_order.png`` are
 written atomically.
 
+``protocol="paper"`` (``--protocol paper``) follows the papers' printed set-up where it
+differs from ours (:data:`kernelcv.experiments.suites.PROTOCOLS`). When the papers' own
+result tables are found (:mod:`kernelcv.experiments.paper_tables`), every cell the run
+reproduces is put beside the paper's mean ± std with a within / better / worse verdict
+(report key ``papers``; ``papers.png``); when they are not, ``papers`` is None.
+
 The ``sloo-mps`` table (:mod:`kernelcv.experiments.sloo_mps`) follows another protocol:
 no random halves, one 10-fold CV per set and kernel scheme of Bo, Wang & Jiao's Table 1,
 on its own sets (``--sets`` may name them; ``--splits``, ``--confirm``, ``--max-train``
@@ -30,18 +36,22 @@ with a note in the report.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 from pathlib import Path
 
+import numpy as np
+
 from .. import plotting
 from ..exceptions import KernelCVError
-from ..reports.io import check_targets, jsonable, png, write_all
+from ..reports.io import check_targets, png, write_all
 from ..validation import make_folds
 from . import figures, sloo_mps, tables
+from .checkpoint import Checkpoint, file_stamp, fingerprint
 from .convergence import order_curve
+from .paper_tables import compare as compare_with_papers
+from .paper_tables import find_folder as find_paper_tables
+from .paper_tables import read_cells as read_paper_cells
 from .protocol import (
     default_t_threshold,
     random_splits,
@@ -51,6 +61,7 @@ from .protocol import (
 )
 from .runners import (
     FOLDS,
+    HUBER_WIDTH,
     LSSVM_INTERCEPT,
     REFERENCE,
     criteria_for,
@@ -59,11 +70,21 @@ from .runners import (
     run_criterion,
     sklearn_criterion,
 )
-from .suites import DATASETS, MODES, TABLES, check_names, find_file, load_set, resolve_data_dir
+from .suites import (
+    DATASETS,
+    MODES,
+    PROTOCOLS,
+    TABLES,
+    check_names,
+    find_file,
+    load_set,
+    resolve_data_dir,
+)
 
 CHECKPOINT = "checkpoint.jsonl"
 OUTPUTS = ("results.json", "results.md", "time_ratio.png", "bif_order.png")
 SLOO_OUTPUTS = (sloo_mps.CSV_NAME, sloo_mps.FIGURE)  # when the sloo-mps table runs
+PAPERS_FIGURE = "papers.png"  # when the papers' tables are found and a cell compares
 ALL_TABLES = (*TABLES, sloo_mps.TABLE)
 ALL_SETS = (*DATASETS, *(name for name in sloo_mps.SETS if name not in DATASETS))
 _CONVERGENCE_MACHINES = {"classification": ("lssvm-rbf", "l2svm", "svm"),
@@ -72,7 +93,8 @@ _CONVERGENCE_MACHINES = {"classification": ("lssvm-rbf", "l2svm", "svm"),
 
 def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, data_dir=None,
               out="kernelcv-bench", max_train=None, confirm=0, n_jobs=1,
-              t_threshold=None, figures_=True, fresh=False, progress=None) -> dict:
+              t_threshold=None, figures_=True, fresh=False, progress=None,
+              protocol="ours", paper_folder=None) -> dict:
     """Run the papers' protocol for every (set, table) and write the tables and figures.
 
     Parameters
@@ -92,6 +114,11 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
     figures_ : write the two PNG figures.
     fresh : ignore (and replace) an existing checkpoint.
     progress : optional callable ``progress(message)``.
+    protocol : ``"ours"`` or ``"paper"`` (:data:`kernelcv.experiments.suites.PROTOCOLS`:
+        kernel width convention, raw or standardised targets, SVR tube).
+    paper_folder : the papers' result tables (default: found as
+        :func:`kernelcv.experiments.paper_tables.find_folder` says; none found: the
+        report's ``papers`` is None and a note says so).
 
     Returns
     -------
@@ -112,6 +139,10 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
     set_names = check_names(spec.sets if sets is None else sets, ALL_SETS, "data set(s)")
     table_names = check_names(list(ALL_TABLES) if tables_ is None else tables_, ALL_TABLES,
                               "table(s)")
+    if protocol not in PROTOCOLS:
+        raise KernelCVError(f"unknown protocol {protocol!r}; choose one of "
+                            f"{', '.join(PROTOCOLS)}")
+    proto = PROTOCOLS[protocol]
     sloo_sets = None if sets is None else [s for s in set_names if s in sloo_mps.SETS]
     _check_pairs([*set_names, *sloo_mps.SLOO_MODES[mode].sets] if sets is None
                  else set_names, table_names)
@@ -119,6 +150,8 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
     paper_sets = [s for s in set_names if s in DATASETS] if paper_tables else []
     t_threshold = default_t_threshold(splits) if t_threshold is None else float(t_threshold)
     folder = resolve_data_dir(data_dir)
+    paper_folder = find_paper_tables(paper_folder, folder)
+    paper_cells = [] if paper_folder is None else read_paper_cells(paper_folder)
     out = Path(out)
     _check_output(out)
     if figures_:
@@ -128,12 +161,13 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
             raise KernelCVError(f"{exc} (or run without figures: --no-figures)") from None
 
     # not `splits` (records are keyed by split) nor max_train (only decides what is run)
-    config = {"mode": mode, "seed": seed, "confirm": confirm, "gammas": spec.gammas(),
+    config = {"mode": mode, "seed": seed, "confirm": confirm, "protocol": protocol,
+              "gammas": spec.gammas(proto.width),
               "lam_exponents": spec.lam_exponents, "degrees": list(spec.degrees),
               "data_dir": str(folder.resolve()), "lssvm_intercept": LSSVM_INTERCEPT,
-              "version": 2}
+              "version": 3}
     out.mkdir(parents=True, exist_ok=True)
-    store = _Checkpoint(out / CHECKPOINT, _fingerprint(config), fresh)
+    store = Checkpoint(out / CHECKPOINT, fingerprint(config), fresh)
     say = progress or (lambda message: None)
 
     report_tables = {name: {"table": name, "title": TABLES[name].title,
@@ -153,7 +187,7 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
         if not todo:
             continue
         path, scaled = found
-        stamp = _file_stamp(path)
+        stamp = file_stamp(path)
         X, y = load_set(data, path)
         n_train = y.shape[0] - y.shape[0] // 2
         if n_train > max_train:
@@ -169,8 +203,12 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
             X_tr, X_te, y_tr, y_te = X[train], X[test], y[train], y[test]
             if not scaled:
                 X_tr, X_te = scale_features(X_tr, X_te)
-            if not classifier:
+            variance = 1.0  # of the target's units per unit of the fitted target
+            if not classifier and proto.targets == "standardize":
+                variance = float(np.std(y_tr)) ** 2 or 1.0
                 y_tr, y_te = standardize_target(y_tr, y_te)
+            elif not classifier:
+                y_tr, y_te = y_tr - np.mean(y_tr), y_te - np.mean(y_tr)
             # t is capped at the training size (leave-one-out) on the tiniest sets
             fold_sets = {t: make_folds(y_tr, min(t, y_tr.shape[0]), classifier, seed + s)
                          for t in FOLDS}
@@ -182,7 +220,8 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
                 if record is None:
                     say(f"{name} split {s + 1}/{splits}: {t}")
                     record = _run_table(TABLES[t], X_tr, y_tr, X_te, y_te, fold_sets,
-                                        seed + s, spec, confirm, n_jobs)
+                                        seed + s, spec, confirm, n_jobs, proto)
+                    record["target_variance"] = variance  # MSE back in target units
                     store.add(key, record)
                 per_table[t].append(record)
         set_seconds[name] = {"wall": time.perf_counter() - set_tic,
@@ -198,14 +237,18 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
     sloo = None
     if sloo_mps.TABLE in table_names:
         sloo = sloo_mps.run_sloo_table(sloo_sets, folder, mode, seed, n_jobs, store,
-                                       _file_stamp, say)
+                                       file_stamp, say)
         skipped += sloo["skipped"]
     speed = _speed_rows(report_tables)
-    convergence = _convergence(report_tables, first_split, spec, say)
+    convergence = _convergence(report_tables, first_split, spec, proto, say)
+    papers = (None if paper_folder is None else
+              {"folder": str(paper_folder),
+               **compare_with_papers(report_tables.values(), paper_cells)})
     report = {
-        "mode": mode, "splits": splits, "seed": seed, "reference": REFERENCE,
+        "mode": mode, "protocol": protocol, "splits": splits, "seed": seed,
+        "reference": REFERENCE, "papers": papers,
         "t_threshold": t_threshold, "data_dir": str(folder), "out": str(out),
-        "grid": _grid_description(spec), "max_train": max_train, "confirm": confirm,
+        "grid": _grid_description(spec, proto), "max_train": max_train, "confirm": confirm,
         "tables": list(report_tables.values()), "speed": speed,
         "convergence": convergence, "sloo_mps": sloo, "skipped": skipped,
         "environment": {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
@@ -218,15 +261,19 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
     return report
 
 
-def _run_table(table, X, y, X_test, y_test, fold_sets, seed, spec, confirm, n_jobs) -> dict:
+def _run_table(table, X, y, X_test, y_test, fold_sets, seed, spec, confirm, n_jobs,
+               proto) -> dict:
     grid = {"lams": spec.lams(X.shape[0])}
     if table.kernel == "poly":
         grid["degrees"] = list(spec.degrees)
     else:
-        grid["gammas"] = spec.gammas()
+        grid["gammas"] = spec.gammas(proto.width)
+    tube = proto.svr_tube if proto.svr_tube is not None else float(np.std(y)) or 1.0
+    huber = HUBER_WIDTH if proto.svr_huber_ratio is None else proto.svr_huber_ratio * tube
     tic = time.perf_counter()
     results = {c.name: run_criterion(c, table.machine, table.kernel, grid, X, y, X_test,
-                                     y_test, fold_sets, seed, confirm=confirm, n_jobs=n_jobs)
+                                     y_test, fold_sets, seed, confirm=confirm, n_jobs=n_jobs,
+                                     svr_tube=tube, svr_huber=huber)
                for c in criteria_for(table.machine)}
     return {"criteria": results, "wall_seconds": time.perf_counter() - tic}
 
@@ -248,7 +295,7 @@ def _speed_rows(report_tables) -> list[dict]:
     return rows
 
 
-def _convergence(report_tables, first_split, spec, say) -> list[dict]:
+def _convergence(report_tables, first_split, spec, proto, say) -> list[dict]:
     """BIF order curves on the first set of each task, at split 1's reference choice
     (gamma, lam) and at the grid's largest gamma and smallest lam (the hard corner)."""
     curves = []
@@ -265,7 +312,7 @@ def _convergence(report_tables, first_split, spec, say) -> list[dict]:
             say(f"convergence in r: {name} on {entry['set']}")
             X, y, folds = first_split[entry["set"]]
             points = {("exact-CV choice", params["gamma"], params["lam"]),
-                      ("largest gamma, smallest lam", max(spec.gammas()),
+                      ("largest gamma, smallest lam", max(spec.gammas(proto.width)),
                        min(spec.lams(y.shape[0])))}
             for tag, gamma, lam in sorted(points, key=lambda p: p[0] != "exact-CV choice"):
                 curve = order_curve(
@@ -276,11 +323,12 @@ def _convergence(report_tables, first_split, spec, say) -> list[dict]:
     return curves
 
 
-def _grid_description(spec) -> dict:
-    gammas = spec.gammas()
+def _grid_description(spec, proto) -> dict:
+    gammas = spec.gammas(proto.width)
     sig = "sigma = 2^-10..2^10 (21)" if spec.sigma_exponents is None else (
         f"sigma = 2^{min(spec.sigma_exponents)}..2^{max(spec.sigma_exponents)} "
         f"({len(gammas)})")
+    sig += " with gamma = 1/(2 sigma)" if proto.width == "sigma" else ""
     lam = "lam = 2^i/n, i = -3..11 (15)" if spec.lam_exponents is None else (
         f"lam = 2^i/n, i = {', '.join(map(str, spec.lam_exponents))}")
     return {"gammas": gammas, "lam_exponents": spec.lam_exponents or list(range(-3, 12)),
@@ -314,91 +362,15 @@ def _check_pairs(set_names, table_names):
                         f"; got tables {given}. Choose matching --sets and --tables")
 
 
-def _file_stamp(path: Path) -> str:
-    """Size and modification time of a data file, hashed (changes when the file does)."""
-    info = path.stat()
-    text = f"{path.name}:{info.st_size}:{info.st_mtime_ns}"
-    return hashlib.sha256(text.encode()).hexdigest()[:10]
-
-
 def _check_output(out: Path):
     if out.exists() and not out.is_dir():
         raise KernelCVError(f"--out {out}: exists and is not a folder")
-    check_targets(out, (CHECKPOINT, *OUTPUTS, *SLOO_OUTPUTS))
+    check_targets(out, (CHECKPOINT, *OUTPUTS, *SLOO_OUTPUTS, PAPERS_FIGURE))
     parent = out if out.exists() else out.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
     if not os.access(parent, os.W_OK | os.X_OK):
         raise KernelCVError(f"--out {out}: cannot write to {parent}")
-
-
-def _fingerprint(config) -> str:
-    text = json.dumps(config, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-class _Checkpoint:
-    """JSON Lines: a header with the run's fingerprint, then one finished record a line."""
-
-    def __init__(self, path: Path, key: str, fresh: bool):
-        self.path, self.records = path, {}
-        if path.exists() and not fresh:
-            self._load(key)
-        else:
-            _write_text(path, json.dumps({"fingerprint": key}) + "\n")
-
-    def _load(self, key):
-        damaged = (f"{self.path} is damaged (unreadable header or record); rerun with "
-                   "--fresh to discard it, or use another --out")
-        try:
-            lines = self.path.read_text().splitlines()
-        except (OSError, UnicodeDecodeError):
-            raise KernelCVError(damaged) from None
-        header = _json_object(lines[0]) if lines else None
-        if header is None or "fingerprint" not in header:
-            raise KernelCVError(damaged)
-        if header["fingerprint"] != key:
-            raise KernelCVError(
-                f"{self.path} belongs to a run with other options (mode, seed, grid, "
-                "--confirm or data folder); rerun with --fresh to discard it, or use "
-                "another --out")
-        good = lines[:1]
-        for number, line in enumerate(lines[1:], start=2):
-            item = _json_object(line)
-            if item is None or not isinstance(item.get("key"), str) or "record" not in item:
-                if number == len(lines):  # torn by an interruption: drop it
-                    _write_text(self.path, "\n".join(good) + "\n")
-                    break
-                raise KernelCVError(damaged)
-            self.records[item["key"]] = item["record"]
-            good.append(line)
-
-    def get(self, key):
-        return self.records.get(key)
-
-    def add(self, key, record):
-        self.records[key] = record
-        _write_text(self.path, json.dumps({"key": key, "record": jsonable(record)}) + "\n",
-                    "a")
-
-
-def _write_text(path: Path, text: str, mode: str = "w"):
-    """Write (or append) ``text``; a failure (a full disk) names the checkpoint file."""
-    try:
-        with path.open(mode) as handle:
-            handle.write(text)
-            handle.flush()
-    except OSError as exc:
-        raise KernelCVError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _json_object(line):
-    """The dict a JSON line holds, or None when it is not JSON or not an object."""
-    try:
-        item = json.loads(line)
-    except ValueError:
-        return None
-    return item if isinstance(item, dict) else None
 
 
 def _write_outputs(out: Path, report: dict, with_figures: bool) -> list[str]:
@@ -413,6 +385,8 @@ def _write_outputs(out: Path, report: dict, with_figures: bool) -> list[str]:
             payloads["bif_order.png"] = png(figures.order_figure(report["convergence"]))
         if sloo["rows"]:
             payloads[sloo_mps.FIGURE] = png(figures.sloo_mps_figure(sloo["rows"]))
+        if (report.get("papers") or {}).get("cells"):
+            payloads[PAPERS_FIGURE] = png(figures.papers_figure(report["papers"]["cells"]))
     names = ["results.json", *payloads]
     report["files"] = [str(out / name) for name in names]
     payloads["results.json"] = tables.to_json(report).encode()

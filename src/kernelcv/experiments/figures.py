@@ -1,5 +1,5 @@
-"""Figures of ``kernelcv bench``: speed against scikit-learn, BIF convergence in r, and the
-SLOO-MPS table against the paper.
+"""Figures of ``kernelcv bench``: speed against scikit-learn, BIF convergence in r, the
+SLOO-MPS table against the paper, and every reproduced cell against the papers' tables.
 
 All build :class:`matplotlib.figure.Figure` objects directly (no pyplot state) through
 :mod:`kernelcv.plotting`, which explains how to install matplotlib when it is missing.
@@ -125,5 +125,46 @@ def sloo_mps_figure(rows: list[dict], schemes=("gaussian", "laplace", "mix")):
     ax.set_title("SLOO-MPS (weights tuned on all data, machine refit per fold) vs the paper's "
                  "Table 1 and GridSearchCV(SVC)", fontsize=9)
     ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+_VERDICT_COLOURS = {"within": "tab:blue", "better": "tab:green", "worse": "tab:red"}
+
+
+def papers_figure(cells: list[dict]):
+    """Ours against the papers, cell by cell: one panel for test errors (%), one for test
+    MSE (log-log). Each point is a compared cell: x the paper's mean with its ± std as a
+    horizontal bar (the papers' values, marked), y our mean; colour = verdict; the line
+    y = x is agreement. Drawing is O(number of cells).
+    """
+    if not cells:
+        raise KernelCVError("no paper cells to plot")
+    Figure = figure_class()
+    units = [u for u in ("%", "MSE") if any(c["unit"] == u for c in cells)]
+    fig = Figure(figsize=(5.2 * len(units), 4.6))
+    for position, unit in enumerate(units, start=1):
+        ax = fig.add_subplot(1, len(units), position)
+        chosen = [c for c in cells if c["unit"] == unit]
+        for name, colour in _VERDICT_COLOURS.items():
+            group = [c for c in chosen if c["verdict"] == name]
+            if not group:
+                continue
+            ax.errorbar([c["paper_mean"] for c in group], [c["ours_mean"] for c in group],
+                        xerr=[c["paper_std"] for c in group], fmt="o", markersize=4,
+                        color=colour, ecolor=colour, elinewidth=0.8, alpha=0.8,
+                        label=f"{name} ({len(group)})")
+        values = [v for c in chosen for v in (c["paper_mean"], c["ours_mean"]) if v > 0]
+        low, high = (min(values), max(values)) if values else (0.1, 1.0)
+        ax.plot([low, high], [low, high], color="black", linewidth=0.8)
+        if unit == "MSE":
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+        label = "test error (%)" if unit == "%" else "test MSE (target units)"
+        ax.set_xlabel(f"paper: {label}, mean ± std")
+        ax.set_ylabel(f"kernelcv bench: {label}, mean")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, title="verdict", title_fontsize=8)
+    fig.suptitle("kernelcv bench beside the papers' tables (one point per cell)", fontsize=10)
     fig.tight_layout()
     return fig

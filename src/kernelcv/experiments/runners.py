@@ -116,7 +116,8 @@ def _sklearn_name(machine):
 
 def run_criterion(criterion: Criterion, machine: str, kernel: str, grid: dict, X, y,
                   X_test, y_test, fold_sets: dict, seed: int, *, confirm: int = 0,
-                  n_jobs: int = 1) -> dict:
+                  n_jobs: int = 1, svr_tube: float = SVR_EPSILON,
+                  svr_huber: float = HUBER_WIDTH) -> dict:
     """Select on ``(X, y)`` with ``criterion``, refit, and measure the test error.
 
     Parameters
@@ -124,6 +125,8 @@ def run_criterion(criterion: Criterion, machine: str, kernel: str, grid: dict, X
     grid : ``{"gammas": [...]}`` (rbf) or ``{"degrees": [...]}`` (poly), plus ``"lams"``.
     fold_sets : ``{t: fold ids}`` for t in 5, 10, 20, shared by all criteria.
     seed : seed of the folds that granularity selection draws itself.
+    svr_tube, svr_huber : the SVR's tube width epsilon and its Huber width (both
+        libraries use the same tube).
 
     Returns
     -------
@@ -132,12 +135,13 @@ def run_criterion(criterion: Criterion, machine: str, kernel: str, grid: dict, X
         criterion's value at the chosen candidate) and ``notes``; or ``{"error": message}``
         when the criterion failed (the benchmark goes on).
     """
+    options = _machine_options(machine, svr_tube, svr_huber)
     try:
         if criterion.method is None:
             return _run_sklearn(machine, kernel, grid, X, y, X_test, y_test,
-                                fold_sets[10], n_jobs)
+                                fold_sets[10], n_jobs, svr_tube)
         return _run_kernelcv(criterion, machine, kernel, grid, X, y, X_test, y_test,
-                             fold_sets, seed, confirm, n_jobs)
+                             fold_sets, seed, confirm, n_jobs, options)
     except KernelCVError as exc:
         return {"error": str(exc)}
     except (ValueError, np.linalg.LinAlgError) as exc:  # solver failure on one split
@@ -151,7 +155,7 @@ def machine_intercept(machine):
     return None if machine == "krr" else SVM_INTERCEPT
 
 
-def _machine_options(machine):
+def _machine_options(machine, svr_tube=SVR_EPSILON, svr_huber=HUBER_WIDTH):
     if machine == "lssvm":
         return {"fit_intercept": LSSVM_INTERCEPT}
     if machine == "l2svm":
@@ -159,17 +163,18 @@ def _machine_options(machine):
     if machine == "svm":
         return {"huber_width": HUBER_WIDTH, "fit_intercept": SVM_INTERCEPT}
     if machine == "svr":
-        return {"huber_width": HUBER_WIDTH, "epsilon": SVR_EPSILON,
+        return {"huber_width": svr_huber, "epsilon": svr_tube,
                 "fit_intercept": SVM_INTERCEPT}
     return {}
 
 
 def _run_kernelcv(criterion, machine, kernel, grid, X, y, X_test, y_test, fold_sets, seed,
-                  confirm, n_jobs):
+                  confirm, n_jobs, options):
     space = (SearchSpace.grid(kernel, grid["gammas"], lams=grid["lams"]) if kernel != "poly"
              else SearchSpace.grid(kernel, degrees=grid["degrees"], lams=grid["lams"],
                                    gamma=1.0, coef0=1.0))
-    spec = make_machine(machine, huber_width=HUBER_WIDTH, epsilon=SVR_EPSILON,
+    spec = make_machine(machine, huber_width=options.get("huber_width", HUBER_WIDTH),
+                        epsilon=options.get("epsilon", SVR_EPSILON),
                         fit_intercept=machine_intercept(machine))
     guards = Safeguards(confirm=confirm if criterion.confirm is None else criterion.confirm)
     tic = time.perf_counter()
@@ -179,7 +184,7 @@ def _run_kernelcv(criterion, machine, kernel, grid, X, y, X_test, y_test, fold_s
                         safeguards=guards, execution=Execution(n_jobs=n_jobs))
     seconds = time.perf_counter() - tic
     params = dict(result.best_params)
-    model = ESTIMATORS[machine](**params, **_machine_options(machine)).fit(X, y)
+    model = ESTIMATORS[machine](**params, **options).fit(X, y)
     best = result.best
     return {"test_error": _test_error(machine, model.predict(X_test), y_test),
             "seconds": seconds, "best_params": params,
@@ -202,9 +207,10 @@ def sklearn_units(machine, lams, n_fit):
     return "C", 1.0 / (2.0 * n_fit * lams)
 
 
-def sklearn_search(machine, kernel, grid, n_fit):
+def sklearn_search(machine, kernel, grid, n_fit, svr_tube=SVR_EPSILON):
     """The scikit-learn estimator, its parameter grid (in sklearn's units for fits on
-    ``n_fit`` points, see :func:`sklearn_units`) and its scoring."""
+    ``n_fit`` points, see :func:`sklearn_units`) and its scoring (``svr_tube``: SVR's
+    epsilon)."""
     kernel_grid = ({"gamma": list(grid["gammas"])} if kernel != "poly"
                    else {"degree": list(grid["degrees"])})
     fixed = {"kernel": kernel}
@@ -215,7 +221,7 @@ def sklearn_search(machine, kernel, grid, n_fit):
         estimator = KernelRidge(**fixed)
         scoring = "neg_mean_squared_error" if machine == "krr" else _sign_accuracy
     else:
-        estimator = (SVR(epsilon=SVR_EPSILON, **fixed) if machine == "svr"
+        estimator = (SVR(epsilon=svr_tube, **fixed) if machine == "svr"
                      else SVC(**fixed))
         scoring = "neg_mean_squared_error" if machine == "svr" else "accuracy"
     return estimator, {**kernel_grid, name: list(values)}, scoring
@@ -226,9 +232,9 @@ def _sign_accuracy(estimator, X, y):
     return float(np.mean(np.where(estimator.predict(X) >= 0, 1.0, -1.0) == y))
 
 
-def _run_sklearn(machine, kernel, grid, X, y, X_test, y_test, fold_ids, n_jobs):
+def _run_sklearn(machine, kernel, grid, X, y, X_test, y_test, fold_ids, n_jobs, svr_tube):
     m = fold_training_size(fold_ids)
-    estimator, param_grid, scoring = sklearn_search(machine, kernel, grid, m)
+    estimator, param_grid, scoring = sklearn_search(machine, kernel, grid, m, svr_tube)
     search = GridSearchCV(estimator, param_grid, scoring=scoring,
                           cv=PredefinedSplit(fold_ids), refit=False, n_jobs=n_jobs)
     with warnings.catch_warnings(record=True) as caught:

@@ -115,15 +115,49 @@ class Mode:
     degrees: tuple[int, ...]
     orders: tuple[int, ...]  # BIF orders of the convergence figure
 
-    def gammas(self) -> list[float]:
-        if self.sigma_exponents is None:
-            return default_gammas()
-        return [1.0 / (2.0 * 4.0**k) for k in self.sigma_exponents]
+    def gammas(self, width: str = "sigma2") -> list[float]:
+        """The gamma grid, ascending in gamma: ``1 / (2 sigma^2)`` (``width="sigma2"``,
+        scikit-learn's and our convention) or ``1 / (2 sigma)`` (``"sigma"``, as printed
+        in the granularity paper), for ``sigma = 2^k`` over the mode's exponents."""
+        exponents = (range(10, -11, -1) if self.sigma_exponents is None
+                     else self.sigma_exponents)
+        if width == "sigma2":
+            return (default_gammas() if self.sigma_exponents is None
+                    else [1.0 / (2.0 * 4.0**k) for k in exponents])
+        if width == "sigma":
+            return [1.0 / (2.0 * 2.0**k) for k in exponents]
+        raise KernelCVError(f"unknown kernel width convention {width!r}")
 
     def lams(self, n_train: int) -> list[float]:
         if self.lam_exponents is None:
             return default_lams(n_train)
         return [2.0**i / n_train for i in self.lam_exponents]
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How the bench turns the papers' printed set-up into runs (``--protocol``).
+
+    ``ours`` (the default) uses scikit-learn's RBF ``gamma = 1 / (2 sigma^2)``,
+    standardised regression targets and an SVR tube of 0.1 (Huber width 0.01); ``paper``
+    follows the papers' printed protocol where it differs: the Gaussian kernel
+    ``exp(-||x - x'||^2 / (2 sigma))`` (gamma = 1 / (2 sigma), the granularity paper's
+    formula; the fast-CV paper's is unreadable), regression targets in their own units
+    (centred by the training half's mean, not scaled: the bias-free KRR and SVR would
+    otherwise have to fit the mean through the kernel), and the SVR tube equal to the
+    training half's std(y) with Huber width 0.01 x tube. Both keep lam = 2^i / n and the
+    bias-free machines.
+    """
+
+    name: str
+    width: str  # "sigma2" | "sigma", see Mode.gammas
+    targets: str  # regression targets: "standardize" (centre, unit variance) | "center"
+    svr_tube: float | None  # None: std(y) of the training half
+    svr_huber_ratio: float | None  # Huber width = ratio x tube (None: a fixed 0.01)
+
+
+PROTOCOLS = {"ours": Protocol("ours", "sigma2", "standardize", 0.1, None),
+             "paper": Protocol("paper", "sigma", "center", None, 0.01)}
 
 
 MODES = {

@@ -2,7 +2,8 @@
 
 The Markdown has, per machine ("table"), one table of test errors and one of selection
 seconds (rows: data sets, columns: criteria, cells ``mean ± std`` over the splits), a
-speed table against scikit-learn, the BIF convergence numbers, the ``sloo-mps`` table
+speed table against scikit-learn, the BIF convergence numbers, the cells beside the
+papers' tables (:func:`papers_markdown`), the ``sloo-mps`` table
 (:func:`kernelcv.experiments.sloo_mps.markdown`) and the skipped sets.
 A test-error cell is marked ``↑`` (significantly worse) or ``↓`` (significantly better)
 when the paired t statistic against the reference criterion exceeds the threshold.
@@ -95,6 +96,7 @@ def to_markdown(report: dict) -> str:
         rows = [["mean abs prediction gap", *[_num(v, 4) for v in curve["prediction_gap"]]],
                 ["abs CV error gap", *[_num(v, 4) for v in curve["cv_gap"]]]]
         out += _markdown_table(header, rows) + [""]
+    out += papers_markdown(report.get("papers"))
     out += sloo_markdown(report.get("sloo_mps"))
     if report.get("skipped"):
         out += ["## Skipped", ""]
@@ -103,6 +105,33 @@ def to_markdown(report: dict) -> str:
     out.append(f"Total run time {timings['total_seconds']:.0f} s wall, "
                f"{timings.get('cpu_seconds') or 0:.0f} s CPU of this process.")
     return "\n".join(out) + "\n"
+
+
+def papers_markdown(papers) -> list[str]:
+    """The "beside the papers" section: counts, then one row per compared cell."""
+    if papers is None:
+        return ["## Beside the papers", "", "The papers' result tables were not found "
+                "(give them with --paper-tables DIR or $KERNELCV_PAPER_TABLES).", ""]
+    if not papers["cells"]:
+        return []
+    total = sum(papers[v] for v in ("within", "better", "worse"))
+    share = (papers["within"] + papers["better"]) / total
+    out = ["## Beside the papers", "",
+           f"{total} cells compared with the papers' tables ({papers['folder']}): "
+           f"**{papers['within']} within** the paper's mean ± std, **{papers['better']} "
+           f"better**, **{papers['worse']} worse** ({100 * share:.0f} % within or better)."]
+    for kind, counts in papers["by_kind"].items():
+        out.append(f"{kind.capitalize()} criteria: {counts['within']} within, "
+                   f"{counts['better']} better, {counts['worse']} worse.")
+    out += ["Test errors in %, MSE in the target's units; the papers' means are over 10 "
+            "splits, ours over this run's.", ""]
+    rows = [[f"{c['paper']} T{c['table']}", c["bench_table"], c["dataset"], c["criterion"],
+             f"{_num(c['paper_mean'], 3)} ± {_num(c['paper_std'], 3)}",
+             f"{_num(c['ours_mean'], 3)} ± {_num(c['ours_std'], 3)} ({c['n_splits']})",
+             c["verdict"]] for c in papers["cells"]]
+    out += _markdown_table(["paper table", "bench table", "data", "criterion", "paper",
+                            "ours (splits)", "verdict"], rows) + [""]
+    return out
 
 
 def _ratio(value) -> str:
