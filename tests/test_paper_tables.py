@@ -49,7 +49,9 @@ def tables_dir(tmp_path):
         ["001", "5", "l2svm", "gaussian", "test_error", "heart", "BIF", "10", "5", "0.5",
          "0.1", "%"],
         ["001", "5", "l2svm", "gaussian", "test_error", "heart", "BIF", "5", "5", "9.0",
-         "1.0", "%"],  # BIF r=5 t=5: not a criterion the bench runs
+         "1.0", "%"],
+        ["001", "5", "l2svm", "gaussian", "test_error", "heart", "GACV", "", "", "9.0",
+         "1.0", "%"],  # GACV: the bench runs it for the Huber-SVM only
         ["001", "6", "l2svm", "gaussian", "time", "heart", "CV", "10", "", "1.0", "0.1",
          "s"],  # a time: never compared
         ["001", "9", "krr", "gaussian", "test_mse", "pyrim", "CV", "10", "", "1e6", "1.0",
@@ -83,8 +85,10 @@ def test_synthetic_tables_map_only_what_the_bench_reproduces(tables_dir):
     cells = paper_tables.read_cells(tables_dir)
     assert [(c["bench_table"], c["dataset"], c["criterion"], c["unit"]) for c in cells] == [
         ("l2svm", "heart", "exact t=10", "%"), ("l2svm", "heart", "BIF r=5", "%"),
-        ("l2svm", "heart", "BIF r=5 t=5", "%"), ("krr", "pyrim", "exact t=10", "MSE")]
-    assert [c["kind"] for c in cells] == ["exact", "approximate", "approximate", "exact"]
+        ("l2svm", "heart", "BIF r=5 t=5", "%"), ("l2svm", "heart", "GACV", "%"),
+        ("krr", "pyrim", "exact t=10", "MSE")]
+    assert [c["kind"] for c in cells] == ["exact", "approximate", "approximate",
+                                          "approximate", "exact"]
 
 
 def test_malformed_numbers_name_file_and_line(tmp_path):
@@ -151,7 +155,7 @@ def test_bench_puts_the_papers_beside_its_cells(data_dir, tables_dir, tmp_path, 
     assert code == 0, captured.err
     report = json.loads((out / "results.json").read_text())
     papers = report["papers"]
-    assert papers["not_run"] == 1  # BIF r=5 t=5
+    assert papers["not_run"] == 1  # GACV on the L2-SVM
     # recompute every verdict from the per-split records, independently of compare()
     entries = {(t["table"], e["set"]): e for t in report["tables"] for e in t["sets"]}
     counts = {"within": 0, "better": 0, "worse": 0}
@@ -165,14 +169,14 @@ def test_bench_puts_the_papers_beside_its_cells(data_dir, tables_dir, tmp_path, 
         low, high = cell["paper_mean"] - cell["paper_std"], cell["paper_mean"] + cell[
             "paper_std"]
         counts["worse" if ours > high else "better" if ours < low else "within"] += 1
-    assert {k: papers[k] for k in counts} == counts and sum(counts.values()) == 3
+    assert {k: papers[k] for k in counts} == counts and sum(counts.values()) == 4
     # the krr paper cell (1e6 +- 1 in target units) is far above any MSE of this target
     krr = next(c for c in papers["cells"] if c["bench_table"] == "krr")
     assert krr["verdict"] == "better" and krr["ours_mean"] > 1.0  # raw units, not 0.x
     assert (out / bench.PAPERS_FIGURE).stat().st_size > 0
     markdown = (out / "results.md").read_text()
     assert "## Beside the papers" in markdown and "| 001 T5 | l2svm | heart |" in markdown
-    assert "papers: 3 cells beside the papers' tables" in captured.out
+    assert "papers: 4 cells beside the papers' tables" in captured.out
 
 
 def test_without_tables_the_report_says_so(data_dir, tmp_path, capsys):

@@ -8,6 +8,7 @@ folds, the same fold assignment of the training half:
   (KRR and LS-SVM only);
 * ``BIF r=5`` / ``BIF auto`` — one full fit per candidate plus the BIF series of order 5,
   or of the adaptive order (terms added until the tail is below tolerance), 10 folds;
+  ``BIF r=5 t=5|20`` the same order on the 5 and 20 folds (the papers' other columns);
 * ``eps-BIF e`` — granularity selection: t and r per lam from the tolerated error e
   (eq. 6 of "Granularity selection for cross-validation of SVM"), adaptive stopping;
 * ``BIF inf +3 exact`` — what ``kernelcv select`` does for the SVMs and SVR: the series'
@@ -90,6 +91,7 @@ def criteria_for(machine: str) -> list[Criterion]:
     if machine in ("krr", "lssvm"):
         out.append(Criterion("closed-form t=10", ClosedForm(), 10))
     out.append(Criterion("BIF r=5", BIF(order=5), 10))
+    out += [Criterion(f"BIF r=5 t={t}", BIF(order=5), t) for t in FOLDS if t != 10]
     out.append(Criterion("BIF auto", BIF(order="auto"), 10))
     out += [Criterion(f"eps-BIF {e:g}", BIF(granularity=GranularityRule(e)))
             for e in EPSILONS]
