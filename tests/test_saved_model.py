@@ -108,6 +108,28 @@ def test_sparse_training_rows_round_trip(tmp_path):
                                model.decision_function(X), rtol=1e-12)
 
 
+def test_file_without_a_multiclass_entry_loads_as_one_vs_rest(tmp_path):
+    """The default scheme is now ovo; a header lacking the entry dates from the ovr default
+    and must load as ovr (4 classes: 4 ovr columns, where ovo would need 6)."""
+    rng = np.random.default_rng(3)
+    codes = np.arange(80) % 4
+    X = rng.normal(scale=2.0, size=(4, 3))[codes] + rng.normal(size=(80, 3))
+    y = np.array([2, 4, 6, 8])[codes]
+    model = KernelModel(make_machine("lssvm", multiclass="ovr"), Kernel(name="rbf", gamma=0.3),
+                        0.01).fit(X, y)
+    save_model(tmp_path / "m.npz", model)
+    with np.load(tmp_path / "m.npz") as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    header = json.loads(str(arrays["header"][()]))
+    del header["machine"]["multiclass"]
+    np.savez(tmp_path / "old.npz", **{**arrays, "header": np.array(json.dumps(header))})
+    loaded = kernelcv.load_model(tmp_path / "old.npz")
+    assert loaded.model.machine.multiclass == "ovr"
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    np.testing.assert_allclose(loaded.decision_function(X), model.decision_function(X),
+                               rtol=1e-12)
+
+
 def _damaged(folder):
     X, y = make_synthetic(30, 3, random_state=0)
     model = KernelModel(make_machine("krr"), Kernel(name="rbf", gamma=0.5), 0.1).fit(X, y)

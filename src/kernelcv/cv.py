@@ -75,7 +75,7 @@ def _prepare(X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
 
 def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, degree=3,
                    coef0=1.0, huber_width=0.01, epsilon=0.1, fit_intercept=None,
-                   multiclass="ovr", folds=10, method="exact", order=5, random_state=None,
+                   multiclass="ovo", folds=10, method="exact", order=5, random_state=None,
                    tol=1e-6, memory_budget=None, groups=None) -> CVResult:
     """Estimate the t-fold cross-validation error of a kernel machine.
 
@@ -102,9 +102,9 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
         Unregularised intercept ``b`` (``f = K alpha + b``). None: True for lssvm, l2svm,
         svm and svr, False for krr (always bias-free); False gives the papers' bias-free
         machines. Fold-out fits refit their own intercept.
-    multiclass : {"ovr", "ovo"}
-        More than two classes: one machine per class against the rest (default) or one
-        per pair of classes (trained on their rows), each cross-validated on the same
+    multiclass : {"ovo", "ovr"}
+        More than two classes: one machine per pair of classes (trained on their rows;
+        default) or one per class against the rest, each cross-validated on the same
         folds; a held-out point gets the class its fold-out machines vote for
         (one-vs-one, scikit-learn's ``OneVsOneClassifier`` rule) or the largest value
         (one-vs-rest), and the CV error is the multiclass 0-1 error (see
@@ -154,7 +154,7 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
 
 def cross_validate_path(X, y, lams, machine="krr", kernel="rbf", gamma=None, *, degree=3,
                         coef0=1.0, huber_width=0.01, epsilon=0.1, fit_intercept=None,
-                        multiclass="ovr", folds=10, method="exact", order=5,
+                        multiclass="ovo", folds=10, method="exact", order=5,
                         random_state=None, tol=1e-6, memory_budget=None,
                         groups=None) -> list[CVResult]:
     """:func:`cross_validate` for several lam values sharing the kernel and the folds.

@@ -38,7 +38,7 @@ _MAX_LISTED_FOLDS = 20
 
 
 def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
-           huber_width=0.01, epsilon=0.1, fit_intercept=None, multiclass="ovr",
+           huber_width=0.01, epsilon=0.1, fit_intercept=None, multiclass="ovo",
            folds=DEFAULT_FOLDS,
            seed=DEFAULT_SEED, fold_ids=None, method="exact", order="inf",
            memory_budget=None, scale="none", header="auto", target=None) -> dict:

@@ -64,9 +64,9 @@ def add_machine_arguments(group, machines, kernels):
     group.add_argument("--no-intercept", action="store_true",
                        help="fit lssvm, l2svm, svm or svr without their intercept (the "
                             "papers' bias-free machines; krr never has one)")
-    group.add_argument("--multiclass", choices=("ovo", "ovr"), default="ovr",
-                       help="more than two classes: one machine per class against the rest "
-                            "(ovr, default) or per pair of classes (ovo, as SVC)")
+    group.add_argument("--multiclass", choices=("ovo", "ovr"), default="ovo",
+                       help="more than two classes: one machine per pair of classes (ovo, "
+                            "as SVC; default) or per class against the rest (ovr)")
 
 
 def add_header_argument(parser):

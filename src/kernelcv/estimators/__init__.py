@@ -32,7 +32,8 @@ training data (``X_fit_``) because predicting needs the kernel between new point
 training points.
 
 Classifiers map two classes of any type to -1/+1 (``classes_[1]`` is the positive class)
-and handle more classes one-vs-rest: one machine per class, all on one Gram matrix.
+and handle more classes by binary machines on one Gram matrix: one per pair of classes
+(``multiclass="ovo"``, the default) or one per class (``"ovr"``).
 """
 
 from ._classifiers import HuberSVMClassifier, L2SVMClassifier, LSSVMClassifier

@@ -39,10 +39,10 @@ class LSSVMClassifier(_KernelMachineClassifier):
         :mod:`kernelcv.memory`.
     fit_intercept : bool, default=True
         Fit the unregularised intercept ``b``.
-    multiclass : {"ovo", "ovr"}, default="ovr"
-        More than two classes: one machine per class against the rest (largest value
-        wins), or one machine per pair of classes on their rows, combined by votes (as
-        SVC).
+    multiclass : {"ovo", "ovr"}, default="ovo"
+        More than two classes: one machine per pair of classes on their rows, combined
+        by votes (as SVC; the default), or one machine per class against the rest
+        (largest value wins).
 
     Attributes
     ----------
@@ -50,13 +50,14 @@ class LSSVMClassifier(_KernelMachineClassifier):
         Class labels; ``classes_[1]`` is the positive class of a binary problem.
     X_fit_ : ndarray or CSR matrix of shape (n_samples, n_features)
         Copy of the training data, needed for the kernel at prediction time.
-    dual_coef_ : ndarray of shape (n_samples,) or (n_classes, n_samples)
-        ``alpha``; one row per one-vs-rest machine with more than two classes.
-    intercept_ : float or ndarray of shape (n_classes,)
+    dual_coef_ : ndarray of shape (n_samples,) or (n_machines, n_samples)
+        ``alpha``; with more than two classes one row per binary machine (k (k - 1) / 2
+        pairs one-vs-one, k classes one-vs-rest; a pair's rows outside it are 0).
+    intercept_ : float or ndarray of shape (n_machines,)
         ``b`` (0 without intercept).
     gamma_ : float
         The resolved kernel parameter.
-    n_iter_ : int or ndarray of shape (n_classes,)
+    n_iter_ : int or ndarray of shape (n_machines,)
         Newton iterations used (per machine with more than two classes).
     n_features_in_ : int
         Number of features seen in fit.
@@ -76,7 +77,7 @@ class LSSVMClassifier(_KernelMachineClassifier):
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
                  tol=1e-10, max_iter=100, memory_budget=None, fit_intercept=True,
-                 multiclass="ovr"):
+                 multiclass="ovo"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -124,10 +125,10 @@ class L2SVMClassifier(_KernelMachineClassifier):
         :mod:`kernelcv.memory`.
     fit_intercept : bool, default=True
         Fit the unregularised intercept ``b`` (False: the bias-free machine).
-    multiclass : {"ovo", "ovr"}, default="ovr"
-        More than two classes: one machine per class against the rest (largest value
-        wins), or one machine per pair of classes on their rows, combined by votes (as
-        SVC).
+    multiclass : {"ovo", "ovr"}, default="ovo"
+        More than two classes: one machine per pair of classes on their rows, combined
+        by votes (as SVC; the default), or one machine per class against the rest
+        (largest value wins).
 
     Attributes
     ----------
@@ -135,13 +136,14 @@ class L2SVMClassifier(_KernelMachineClassifier):
         Class labels; ``classes_[1]`` is the positive class of a binary problem.
     X_fit_ : ndarray or CSR matrix of shape (n_samples, n_features)
         Copy of the training data, needed for the kernel at prediction time.
-    dual_coef_ : ndarray of shape (n_samples,) or (n_classes, n_samples)
-        ``alpha``; one row per one-vs-rest machine with more than two classes.
-    intercept_ : float or ndarray of shape (n_classes,)
+    dual_coef_ : ndarray of shape (n_samples,) or (n_machines, n_samples)
+        ``alpha``; with more than two classes one row per binary machine (k (k - 1) / 2
+        pairs one-vs-one, k classes one-vs-rest; a pair's rows outside it are 0).
+    intercept_ : float or ndarray of shape (n_machines,)
         ``b`` (0 without intercept).
     gamma_ : float
         The resolved kernel parameter.
-    n_iter_ : int or ndarray of shape (n_classes,)
+    n_iter_ : int or ndarray of shape (n_machines,)
         Newton iterations used (per machine with more than two classes).
     n_features_in_ : int
         Number of features seen in fit.
@@ -163,7 +165,7 @@ class L2SVMClassifier(_KernelMachineClassifier):
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
                  tol=1e-10, max_iter=100, memory_budget=None, fit_intercept=True,
-                 multiclass="ovr"):
+                 multiclass="ovo"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -213,10 +215,10 @@ class HuberSVMClassifier(_KernelMachineClassifier):
         :mod:`kernelcv.memory`.
     huber_width : float > 0, default=0.01
         Half-width ``w`` of the smoothed band around the hinge's kink.
-    multiclass : {"ovo", "ovr"}, default="ovr"
-        More than two classes: one machine per class against the rest (largest value
-        wins), or one machine per pair of classes on their rows, combined by votes (as
-        SVC).
+    multiclass : {"ovo", "ovr"}, default="ovo"
+        More than two classes: one machine per pair of classes on their rows, combined
+        by votes (as SVC; the default), or one machine per class against the rest
+        (largest value wins).
 
     Attributes
     ----------
@@ -224,13 +226,14 @@ class HuberSVMClassifier(_KernelMachineClassifier):
         Class labels; ``classes_[1]`` is the positive class of a binary problem.
     X_fit_ : ndarray or CSR matrix of shape (n_samples, n_features)
         Copy of the training data, needed for the kernel at prediction time.
-    dual_coef_ : ndarray of shape (n_samples,) or (n_classes, n_samples)
-        ``alpha``; one row per one-vs-rest machine with more than two classes.
-    intercept_ : float or ndarray of shape (n_classes,)
+    dual_coef_ : ndarray of shape (n_samples,) or (n_machines, n_samples)
+        ``alpha``; with more than two classes one row per binary machine (k (k - 1) / 2
+        pairs one-vs-one, k classes one-vs-rest; a pair's rows outside it are 0).
+    intercept_ : float or ndarray of shape (n_machines,)
         ``b`` (0 without intercept).
     gamma_ : float
         The resolved kernel parameter.
-    n_iter_ : int or ndarray of shape (n_classes,)
+    n_iter_ : int or ndarray of shape (n_machines,)
         Newton iterations used (per machine with more than two classes).
     n_features_in_ : int
         Number of features seen in fit.
@@ -253,7 +256,7 @@ class HuberSVMClassifier(_KernelMachineClassifier):
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
                  tol=1e-10, max_iter=100, memory_budget=None, huber_width=0.01,
-                 fit_intercept=True, multiclass="ovr"):
+                 fit_intercept=True, multiclass="ovo"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree

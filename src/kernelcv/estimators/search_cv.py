@@ -132,7 +132,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
     keep the same lam (the objective is normalised by the number of training points), so
     with ``method="exact"`` the choice equals ``GridSearchCV`` over the same estimator,
     lam grid and folds. More than two classes are cross-validated with the estimator's
-    ``multiclass`` scheme (one-vs-rest by default).
+    ``multiclass`` scheme (one-vs-one by default).
     """
 
     def __init__(self, estimator=None, param_grid=None, *, scoring=None, cv=None,
@@ -323,7 +323,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             make_machine(machine, huber_width=options.get("huber_width", 0.01),
                          epsilon=options.get("epsilon", 0.1),
                          fit_intercept=options.get("fit_intercept"),
-                         multiclass=options.get("multiclass", "ovr")),
+                         multiclass=options.get("multiclass", "ovo")),
             method, SearchSpace.explicit(kernels.pop() if len(kernels) == 1 else "mixed",
                                          settings, setting_lams),
             folds=folds, random_state=self.random_state, average="folds",

@@ -254,9 +254,11 @@ def _build(arrays) -> SavedModel:
     spec = header["machine"]
     if spec["name"] not in MACHINES:
         raise ValueError(f"unknown machine {spec['name']!r}")
+    # every file written so far names its scheme; one without it dates from the
+    # one-vs-rest default, so it loads as that (never as the current default)
     machine = make_machine(spec["name"], huber_width=spec["huber_width"],
                            epsilon=spec["svr_epsilon"], fit_intercept=spec["fit_intercept"],
-                           multiclass=spec["multiclass"])
+                           multiclass=spec.get("multiclass", "ovr"))
     if header.get("model", "kernel") == "feature_space":
         return SavedModel(_feature_model_of(arrays, header), header,
                           *_scaling_of(arrays, int(header["n_features"])))

@@ -69,7 +69,7 @@ def resolve_screen(screen, n_samples, method, checkpoint):
 def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=None,
                epsilon=None, granularity="adaptive", order="inf", gammas=None, degrees=None,
                lams=None, gamma=None, coef0=1.0, huber_width=0.01, svr_epsilon=0.1,
-               fit_intercept=None, multiclass="ovr", confirm=3, recheck_degenerate=True,
+               fit_intercept=None, multiclass="ovo", confirm=3, recheck_degenerate=True,
                seed=0, test=None,
                out=None, plot=False, checkpoint=None, n_jobs=1, scheduler=None,
                memory_budget=None, progress=None, Cs=None, features="auto", feature_map=None,

@@ -287,7 +287,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
 
 def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None, lams=None,
                 gamma=None, degree=3, coef0=1.0, huber_width=0.01, svr_epsilon=0.1,
-                fit_intercept=None, multiclass="ovr", method=None, folds=10, order="inf",
+                fit_intercept=None, multiclass="ovo", method=None, folds=10, order="inf",
                 epsilon=None, granularity="adaptive", confirm=3, recheck_degenerate=True,
                 average="pooled", random_state=0, tol=1e-6, n_jobs=1, backend="auto",
                 scheduler=None, checkpoint=None, progress=None, memory_budget=None,
@@ -315,8 +315,8 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         ``fit_intercept`` None fits an intercept for lssvm, l2svm, svm and svr (krr is
         bias-free), False gives the papers' bias-free machines.
     multiclass : {"ovo", "ovr"}: classifiers with more than two classes are
-        cross-validated as one machine per class against the rest (default) or per pair
-        of classes, on the same folds; the CV error is the multiclass 0-1 error of the
+        cross-validated as one machine per pair of classes (default) or per class
+        against the rest, on the same folds; the CV error is the multiclass 0-1 error of the
         combined held-out predictions (:mod:`kernelcv.criteria.multiclass`).
     method : {"exact", "closed-form", "bif", "gacv", "rff"}; default closed-form for
         krr/lssvm, bif otherwise. ``gacv`` (svm only) ranks by Wahba's GACV, not by CV.
