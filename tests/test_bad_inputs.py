@@ -204,7 +204,7 @@ def test_full_disk_while_checkpointing_names_the_file(tmp_path, monkeypatch):
     import io as _io
 
     from kernelcv.exceptions import KernelCVError
-    from kernelcv.experiments import bench
+    from kernelcv.experiments import checkpoint
     from kernelcv.selection.checkpoint import Checkpoint
 
     class Full(_io.StringIO):
@@ -221,4 +221,4 @@ def test_full_disk_while_checkpointing_names_the_file(tmp_path, monkeypatch):
     path = tmp_path / "checkpoint.jsonl"
     monkeypatch.setattr(type(path), "open", lambda self, mode="r", *a, **k: Full())
     with pytest.raises(KernelCVError, match=f"cannot write {path}: No space left"):
-        bench._write_text(path, "x\n", "a")
+        checkpoint._write_text(path, "x\n", "a")
