@@ -77,6 +77,7 @@ from .suites import (
     TABLES,
     check_names,
     find_file,
+    liver_selector_coding,
     load_set,
     resolve_data_dir,
 )
@@ -189,6 +190,8 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
         path, scaled = found
         stamp = file_stamp(path)
         X, y = load_set(data, path)
+        if name == "liver-disorders" and proto.liver_coding == "selector":
+            X, y = liver_selector_coding(X, y)
         n_train = y.shape[0] - y.shape[0] // 2
         if n_train > max_train:
             skipped.append({"set": name, "reason": f"training half of {n_train} samples is "

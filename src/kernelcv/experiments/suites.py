@@ -145,8 +145,9 @@ class Protocol:
     formula; the fast-CV paper's is unreadable), regression targets in their own units
     (centred by the training half's mean, not scaled: the bias-free KRR and SVR would
     otherwise have to fit the mean through the kernel), and the SVR tube equal to the
-    training half's std(y) with Huber width 0.01 x tube. Both keep lam = 2^i / n and the
-    bias-free machines.
+    training half's std(y) with Huber width 0.01 x tube, and liver-disorders in its old
+    coding (:func:`liver_selector_coding`). Both keep lam = 2^i / n and the bias-free
+    machines.
     """
 
     name: str
@@ -154,10 +155,28 @@ class Protocol:
     targets: str  # regression targets: "standardize" (centre, unit variance) | "center"
     svr_tube: float | None  # None: std(y) of the training half
     svr_huber_ratio: float | None  # Huber width = ratio x tube (None: a fixed 0.01)
+    liver_coding: str = "current"  # liver-disorders labels: "current" | "selector"
 
 
 PROTOCOLS = {"ours": Protocol("ours", "sigma2", "standardize", 0.1, None),
-             "paper": Protocol("paper", "sigma", "center", None, 0.01)}
+             "paper": Protocol("paper", "sigma", "center", None, 0.01, "selector")}
+
+LIVER_SELECTOR_ROWS = 145  # liver-disorders.svm: rows 1-145 have UCI selector = 1
+
+
+def liver_selector_coding(X, y):
+    """The old LIBSVM coding of liver-disorders, as far as the current file allows.
+
+    The papers used the old version (label = the UCI ``selector`` field, the features
+    the five blood tests and ``drinks``); the current file's label is ``drinks > 3`` and
+    its rows 1-145 are the selector = 1 rows. This returns the selector as the label
+    (+1 for rows 1-145) and the five tests plus the ``drinks > 3`` bit (as -1/+1) as
+    features: the number of drinks itself is not in the file. O(n d).
+    """
+    if y.shape[0] != 345:
+        raise KernelCVError(f"liver-disorders: expected the 345-row file, got {y.shape[0]}")
+    label = np.where(np.arange(y.shape[0]) < LIVER_SELECTOR_ROWS, 1.0, -1.0)
+    return np.column_stack([X, np.where(y > 0, 1.0, -1.0)]), label
 
 
 MODES = {
