@@ -211,7 +211,7 @@ def test_standardised_targets_give_the_raw_mse_of_raw_targets(data_dir, tmp_path
 
 
 def test_paper_protocol_uses_its_width_and_svr_tube(data_dir, tmp_path, monkeypatch):
-    seen = []
+    seen = []  # (machine, gammas, tube, huber, std(y)) of every criterion run
     real = runners.run_criterion
 
     def spy(criterion, machine, kernel, grid, X, y, *args, **kwargs):
@@ -231,3 +231,14 @@ def test_paper_protocol_uses_its_width_and_svr_tube(data_dir, tmp_path, monkeypa
     with pytest.raises(KernelCVError, match="unknown protocol 'mine'"):
         bench.run_bench(mode="quick", tables_=["svr"], data_dir=data_dir,
                         out=tmp_path / "q", protocol="mine")
+
+
+def test_liver_selector_coding_takes_the_row_order_as_label():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(345, 5))
+    y = np.where(rng.random(345) < 0.4, 1.0, -1.0)  # the current label, drinks > 3
+    X_old, y_old = suites.liver_selector_coding(X, y)
+    assert np.array_equal(y_old[:145], np.ones(145)) and np.all(y_old[145:] == -1.0)
+    assert np.array_equal(X_old[:, :5], X) and np.array_equal(X_old[:, 5], y)
+    with pytest.raises(KernelCVError, match="345-row file"):
+        suites.liver_selector_coding(X[:145], y[:145])
