@@ -276,7 +276,8 @@ def _run_table(table, X, y, X_test, y_test, fold_sets, seed, spec, confirm, n_jo
     tic = time.perf_counter()
     results = {c.name: run_criterion(c, table.machine, table.kernel, grid, X, y, X_test,
                                      y_test, fold_sets, seed, confirm=confirm, n_jobs=n_jobs,
-                                     svr_tube=tube, svr_huber=huber)
+                                     svr_tube=tube, svr_huber=huber,
+                                     intercept=proto.intercept)
                for c in criteria_for(table.machine)}
     return {"criteria": results, "wall_seconds": time.perf_counter() - tic}
 
@@ -320,7 +321,8 @@ def _convergence(report_tables, first_split, spec, proto, say) -> list[dict]:
             for tag, gamma, lam in sorted(points, key=lambda p: p[0] != "exact-CV choice"):
                 curve = order_curve(
                     X, y, table["machine"], gamma=gamma, lam=lam, fold_ids=folds,
-                    orders=spec.orders, fit_intercept=machine_intercept(table["machine"]))
+                    orders=spec.orders,
+                    fit_intercept=machine_intercept(table["machine"], proto.intercept))
                 curves.append({**curve, "label": f"{name}, {tag}", "set": entry["set"],
                                "task": task})
     return curves

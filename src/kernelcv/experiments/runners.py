@@ -119,7 +119,7 @@ def _sklearn_name(machine):
 def run_criterion(criterion: Criterion, machine: str, kernel: str, grid: dict, X, y,
                   X_test, y_test, fold_sets: dict, seed: int, *, confirm: int = 0,
                   n_jobs: int = 1, svr_tube: float = SVR_EPSILON,
-                  svr_huber: float = HUBER_WIDTH) -> dict:
+                  svr_huber: float = HUBER_WIDTH, intercept: bool | None = None) -> dict:
     """Select on ``(X, y)`` with ``criterion``, refit, and measure the test error.
 
     Parameters
@@ -129,6 +129,8 @@ def run_criterion(criterion: Criterion, machine: str, kernel: str, grid: dict, X
     seed : seed of the folds that granularity selection draws itself.
     svr_tube, svr_huber : the SVR's tube width epsilon and its Huber width (both
         libraries use the same tube).
+    intercept : fit a bias term in kernelcv's LS-SVM, L2-SVM, Huber-SVM and SVR (None:
+        the bench's default, :func:`machine_intercept`).
 
     Returns
     -------
@@ -137,7 +139,7 @@ def run_criterion(criterion: Criterion, machine: str, kernel: str, grid: dict, X
         criterion's value at the chosen candidate) and ``notes``; or ``{"error": message}``
         when the criterion failed (the benchmark goes on).
     """
-    options = _machine_options(machine, svr_tube, svr_huber)
+    options = _machine_options(machine, svr_tube, svr_huber, intercept)
     try:
         if criterion.method is None:
             return _run_sklearn(machine, kernel, grid, X, y, X_test, y_test,
@@ -150,23 +152,25 @@ def run_criterion(criterion: Criterion, machine: str, kernel: str, grid: dict, X
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
-def machine_intercept(machine):
-    """The benchmark's intercept setting of a machine (None for krr, which has none)."""
-    if machine == "lssvm":
-        return LSSVM_INTERCEPT
-    return None if machine == "krr" else SVM_INTERCEPT
+def machine_intercept(machine, intercept=None):
+    """The benchmark's intercept setting of a machine (None for krr, which has none):
+    ``intercept`` when given, else bias-free (:data:`LSSVM_INTERCEPT`,
+    :data:`SVM_INTERCEPT`)."""
+    if machine == "krr":
+        return None
+    if intercept is not None:
+        return bool(intercept)
+    return LSSVM_INTERCEPT if machine == "lssvm" else SVM_INTERCEPT
 
 
-def _machine_options(machine, svr_tube=SVR_EPSILON, svr_huber=HUBER_WIDTH):
-    if machine == "lssvm":
-        return {"fit_intercept": LSSVM_INTERCEPT}
-    if machine == "l2svm":
-        return {"fit_intercept": SVM_INTERCEPT}
+def _machine_options(machine, svr_tube=SVR_EPSILON, svr_huber=HUBER_WIDTH, intercept=None):
+    bias = machine_intercept(machine, intercept)
+    if machine in ("lssvm", "l2svm"):
+        return {"fit_intercept": bias}
     if machine == "svm":
-        return {"huber_width": HUBER_WIDTH, "fit_intercept": SVM_INTERCEPT}
+        return {"huber_width": HUBER_WIDTH, "fit_intercept": bias}
     if machine == "svr":
-        return {"huber_width": svr_huber, "epsilon": svr_tube,
-                "fit_intercept": SVM_INTERCEPT}
+        return {"huber_width": svr_huber, "epsilon": svr_tube, "fit_intercept": bias}
     return {}
 
 
@@ -177,7 +181,7 @@ def _run_kernelcv(criterion, machine, kernel, grid, X, y, X_test, y_test, fold_s
                                    gamma=1.0, coef0=1.0))
     spec = make_machine(machine, huber_width=options.get("huber_width", HUBER_WIDTH),
                         epsilon=options.get("epsilon", SVR_EPSILON),
-                        fit_intercept=machine_intercept(machine))
+                        fit_intercept=options.get("fit_intercept"))
     guards = Safeguards(confirm=confirm if criterion.confirm is None else criterion.confirm)
     tic = time.perf_counter()
     # seed: the folds that granularity selection draws itself (the others are given)
