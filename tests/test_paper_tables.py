@@ -242,3 +242,12 @@ def test_liver_selector_coding_takes_the_row_order_as_label():
     assert np.array_equal(X_old[:, :5], X) and np.array_equal(X_old[:, 5], y)
     with pytest.raises(KernelCVError, match="345-row file"):
         suites.liver_selector_coding(X[:145], y[:145])
+
+
+def test_intercept_setting_reaches_every_machine_but_krr():
+    for machine in ("lssvm", "l2svm", "svm", "svr"):
+        assert runners._machine_options(machine)["fit_intercept"] is False
+        assert runners._machine_options(machine, intercept=True)["fit_intercept"] is True
+    assert runners.machine_intercept("krr", True) is None
+    assert suites.PROTOCOLS["paper-bias"].intercept is True
+    assert suites.PROTOCOLS["paper"].intercept is None  # the bench's bias-free machines
