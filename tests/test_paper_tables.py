@@ -210,6 +210,7 @@ def test_standardised_targets_give_the_raw_mse_of_raw_targets(data_dir, tmp_path
                 pytest.approx(raw_split["criteria"][criterion]["test_error"], rel=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore:lam = .*:RuntimeWarning")  # BIF on a 15-point SVR
 def test_paper_protocol_uses_its_width_and_svr_tube(data_dir, tmp_path, monkeypatch):
     seen = []  # (machine, gammas, tube, huber, std(y)) of every criterion run
     real = runners.run_criterion
@@ -217,6 +218,7 @@ def test_paper_protocol_uses_its_width_and_svr_tube(data_dir, tmp_path, monkeypa
     def spy(criterion, machine, kernel, grid, X, y, *args, **kwargs):
         seen.append((machine, list(grid.get("gammas", [])), kwargs["svr_tube"],
                      kwargs["svr_huber"], float(np.std(y))))
+        assert kwargs["intercept"] is True
         return real(criterion, machine, kernel, grid, X, y, *args, **kwargs)
 
     monkeypatch.setattr(bench, "run_criterion", spy)
@@ -249,5 +251,6 @@ def test_intercept_setting_reaches_every_machine_but_krr():
         assert runners._machine_options(machine)["fit_intercept"] is False
         assert runners._machine_options(machine, intercept=True)["fit_intercept"] is True
     assert runners.machine_intercept("krr", True) is None
-    assert suites.PROTOCOLS["paper-bias"].intercept is True
-    assert suites.PROTOCOLS["paper"].intercept is None  # the bench's bias-free machines
+    assert suites.PROTOCOLS["paper"].intercept is True
+    assert suites.PROTOCOLS["paper-bias-free"].intercept is None  # as "ours"
+    assert suites.PROTOCOLS["ours"].intercept is None
