@@ -226,6 +226,8 @@ def test_paper_protocol_uses_its_width_and_svr_tube(data_dir, tmp_path, monkeypa
                              out=tmp_path / "p", figures_=False, protocol="paper")
     assert report["protocol"] == "paper" and "gamma = 1/(2 sigma)" in report["grid"][
         "description"]
+    markdown = (tmp_path / "p" / "results.md").read_text()
+    assert "protocol paper: gamma = 1/(2 sigma)" in markdown and "bias term" in markdown
     for _machine, gammas, tube, huber, std in seen:
         assert gammas == [1 / 8, 1 / 4, 1 / 2]  # sigma = 4, 2, 1 with 1 / (2 sigma)
         assert tube == pytest.approx(std) and std > 5.0  # raw targets: std(y) ~ 14
