@@ -57,6 +57,7 @@ bench-rff-large: $(STAMP)
 
 bench-papers: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m kernelcv bench --quick --out bench-results
+	OMP_NUM_THREADS=1 $(PY) -m kernelcv bench --quick --protocol paper --out bench-results-paper
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks tools examples
