@@ -70,8 +70,18 @@ def test_bif_search_confirms_the_best_by_exact_refit(binary, folds, machine):
     brute_bif = _brute(X, y, machine, folds, method="bif", order=3)
     scores = [c["score"] for c in result.candidates]
     ranking = sorted(range(len(scores)), key=lambda i: (scores[i], i))
-    # The confirmed candidates are a prefix of the approximate ranking (ties by grid
-    # order): the best three, then more while the next score beats the best exact error.
+    # the first three places pass over a repeat of (gamma, score) already taken
+    first, later, seen = [], [], set()
+    for i in ranking:
+        key = (result.candidates[i]["gamma"], scores[i])
+        if len(first) < 3 and key not in seen:
+            seen.add(key)
+            first.append(i)
+        else:
+            later.append(i)
+    ranking = first + later
+    # The confirmed candidates are a prefix of that ranking (ties by grid order): the
+    # best three, then more while the next score beats the best exact error.
     k = len(result.confirmed)
     assert 3 <= k <= 15
     assert result.confirmed == sorted(ranking[:k])
@@ -95,6 +105,21 @@ def test_bif_search_confirms_the_best_by_exact_refit(binary, folds, machine):
             assert c["status"] == "approximate" and c["exact_error"] is None
     chosen = min(result.confirmed, key=lambda i: (result.candidates[i]["exact_error"], i))
     assert result.best_index == chosen
+
+
+def test_confirmation_places_skip_ties_within_a_kernel_setting():
+    from kernelcv.selection.safeguards import _spread_ties
+
+    candidates = [{"setting": 0, "score": 0.09}, {"setting": 0, "score": 0.09},
+                  {"setting": 0, "score": 0.09}, {"setting": 1, "score": 0.10},
+                  {"setting": 0, "score": 0.11}, {"setting": 2, "score": 0.12}]
+    pool = list(range(6))
+    # setting 0's repeats of 0.09 give way to setting 1 and setting 0's other value
+    assert _spread_ties(pool, candidates, 3) == [0, 3, 4, 1, 2, 5]
+    assert _spread_ties(pool, candidates, 1) == pool
+    assert _spread_ties(pool, candidates, 0) == pool
+    distinct = [{"setting": k, "score": 0.1 * k} for k in range(4)]
+    assert _spread_ties([0, 1, 2, 3], distinct, 3) == [0, 1, 2, 3]
 
 
 def test_safeguards_can_be_switched_off(binary, folds):

@@ -6,7 +6,10 @@
 2. The best ``confirm`` candidates are re-evaluated by exact refit CV, and confirmation
    goes on down the ranking while the next approximate score is still below the best
    exact error found (at most ``CONFIRM_LIMIT * confirm`` candidates); the chosen
-   candidate is the best confirmed one by exact error.
+   candidate is the best confirmed one by exact error. A candidate that ties one
+   already taken in the same kernel setting (same approximate score: the same model to
+   the approximation's precision, typically neighbouring lam on a plateau) is passed
+   over for the first ``confirm`` places, so that they reach other kernel settings.
 
 Cost: one exact refit CV (t fits) per rechecked or confirmed candidate.
 """
@@ -40,6 +43,24 @@ def _exact_value(result: dict, average: str) -> float:
     if average == "folds":
         return float(np.mean(result["fold_errors"]))
     return float(result["cv_error"])
+
+
+def _spread_ties(pool, candidates, count):
+    """The ranked ``pool`` with its first ``count`` places free of repeated (kernel
+    setting, approximate score) pairs; the passed-over candidates follow in rank order.
+
+    On vowel's one-vs-one pairs the three best order-inf scores were one kernel column's
+    three smallest lam, all equal, while the exactly best kernel ranked fourth. O(|pool|).
+    """
+    first, later, seen = [], [], set()
+    for i in pool:
+        key = (candidates[i].get("setting"), candidates[i]["score"])
+        if len(first) < count and key not in seen:
+            seen.add(key)
+            first.append(i)
+        else:
+            later.append(i)
+    return first + later
 
 
 def run_safeguards(candidates, method, options, average, shared, store, execution,
@@ -100,6 +121,7 @@ def run_safeguards(candidates, method, options, average, shared, store, executio
         pool = [i for i in range(len(candidates))
                 if is_error or candidates[i]["status"] != "rechecked"]
         pool.sort(key=lambda i: (candidates[i]["score"], i))
+        pool = _spread_ties(pool, candidates, confirm)
         confirmed = pool[:confirm]
         run_exact(confirmed, "confirm")
         # Approximate scores are optimistic where the kernel is nearly degenerate, so the
