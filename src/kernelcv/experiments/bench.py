@@ -14,8 +14,8 @@ line (an interrupted write) is dropped. At the
 end ``results.json``, ``results.md``, ``time_ratio.png`` and ``bif_order.png`` are
 written atomically.
 
-``protocol="paper"`` (``--protocol paper``) follows the papers' printed set-up where it
-differs from ours (:data:`kernelcv.experiments.suites.PROTOCOLS`). When the papers' own
+``protocol="paper"`` (``--protocol paper``) follows the papers' set-up where it differs
+from ours (:data:`kernelcv.experiments.suites.PROTOCOLS`). When the papers' own
 result tables are found (:mod:`kernelcv.experiments.paper_tables`), every cell the run
 reproduces is put beside the paper's mean ± std with a within / better / worse verdict
 (report key ``papers``; ``papers.png``); when they are not, ``papers`` is None.
@@ -115,8 +115,9 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
     figures_ : write the two PNG figures.
     fresh : ignore (and replace) an existing checkpoint.
     progress : optional callable ``progress(message)``.
-    protocol : ``"ours"`` or ``"paper"`` (:data:`kernelcv.experiments.suites.PROTOCOLS`:
-        kernel width convention, raw or standardised targets, SVR tube).
+    protocol : ``"ours"``, ``"paper"`` or ``"paper-bias-free"``
+        (:data:`kernelcv.experiments.suites.PROTOCOLS`: kernel width convention,
+        standardised or centred targets, SVR tube, liver-disorders coding, bias term).
     paper_folder : the papers' result tables (default: found as
         :func:`kernelcv.experiments.paper_tables.find_folder` says; none found: the
         report's ``papers`` is None and a note says so).
