@@ -50,17 +50,22 @@ _COLUMNS = ("paper", "table", "kernel", "measure", "dataset", "method", "mean", 
 _APPROXIMATE = ("BIF", "eps-BIF", "GACV")
 
 
-def candidate_folders(data_dir=None) -> list[Path]:
-    """Where the tables are looked for when no folder is given, in order:
-    ``$KERNELCV_PAPER_TABLES``, ``paper_tables`` beside the data folder, and
-    ``shared/paper_tables`` beside the checkout."""
-    if os.environ.get(ENV_TABLES):
-        return [Path(os.environ[ENV_TABLES])]
+def default_folders(data_dir=None) -> list[Path]:
+    """``paper_tables`` beside the data folder (when given), then ``shared/paper_tables``
+    beside the checkout (also where the ``sloo-mps`` table finds its paper's CSV)."""
     places = []
     if data_dir is not None:
         places.append(Path(data_dir).parent / "paper_tables")
     places.append(Path(__file__).resolve().parents[4] / "shared" / "paper_tables")
     return places
+
+
+def candidate_folders(data_dir=None) -> list[Path]:
+    """Where the tables are looked for when no folder is given, in order:
+    ``$KERNELCV_PAPER_TABLES`` (alone, when set), else :func:`default_folders`."""
+    if os.environ.get(ENV_TABLES):
+        return [Path(os.environ[ENV_TABLES])]
+    return default_folders(data_dir)
 
 
 def find_folder(folder=None, data_dir=None):

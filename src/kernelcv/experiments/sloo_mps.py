@@ -48,6 +48,7 @@ from ..datasets import load_data
 from ..estimators import SmoothLOOLSSVMClassifier, fixed_parameter_cv
 from ..exceptions import KernelCVError
 from ..reports.tune import tune_folds
+from .paper_tables import default_folders
 
 TABLE = "sloo-mps"
 TITLE = "SLOO-MPS: LS-SVM kernel mixtures tuned by the smooth LOO error (paper 002, Table 1)"
@@ -299,9 +300,7 @@ def run_sloo_table(set_names, data_dir: Path, mode_name: str, seed: int, n_jobs:
 def paper_csv_candidates(data_dir: Path) -> list[Path]:
     """Where the paper's CSV is looked for: ``paper_tables/`` beside the data folder,
     then ``shared/paper_tables`` beside the checkout."""
-    here = Path(__file__).resolve()
-    return [Path(data_dir).parent / "paper_tables" / PAPER_CSV,
-            here.parents[4] / "shared" / "paper_tables" / PAPER_CSV]
+    return [folder / PAPER_CSV for folder in default_folders(data_dir)]
 
 
 def paper_numbers(data_dir: Path):
