@@ -171,13 +171,22 @@ def _walk(setting_lams, evaluate, start, keep, max_rounds, shape="box"):
     run(set(start))
     rounds = 0
     while rounds < max_rounds:
-        ranked = sorted(records, key=lambda p: (records[p]["score"], p))
+        ranked = sorted(records, key=lambda p: _rank_key(records, p))
         wanted = _neighbourhoods(ranked[:keep], setting_lams, shape) - set(records)
         if not wanted:
             break
         run(wanted)
         rounds += 1
     return records, rounds
+
+
+def _rank_key(records, point):
+    """How the walks rank an evaluated point: a candidate that predicts one class
+    everywhere (``plateau_loss`` set, see :func:`kernelcv.selection.records.majority_plateau`)
+    after every other one, then by score, by that loss, by grid position."""
+    plateau = records[point].get("plateau_loss")
+    return (plateau is not None, records[point]["score"],
+            0.0 if plateau is None else plateau, point)
 
 
 def _coarse_lams(count: int) -> list[int]:
@@ -212,7 +221,9 @@ def halving_start(setting_lams: list[list[float]], evaluate_subsample: Callable,
     """
     records, _ = _walk(setting_lams, evaluate_subsample, _coarse_start(setting_lams), keep,
                        50)
-    best = sorted(records, key=lambda p: (records[p]["score"], p))[:keep]
+    best = sorted(records, key=lambda p: _rank_key(records, p))[:keep]
+    if all(records[p].get("plateau_loss") is not None for p in best):
+        return None
     return _neighbourhoods(best, setting_lams, shape)
 
 
@@ -307,6 +318,11 @@ def _full_grid(settings, setting_lams, shared, execution, store):
     return per_setting
 
 
+def _plateau_note(sizes) -> str:
+    return (f"halving: on subsamples of {' and '.join(map(str, sizes))} rows every point "
+            "predicted one class only")
+
+
 def _screened_grid(settings, setting_lams, shared, execution, screening, subsample):
     """The walks of :mod:`kernelcv.selection.screening`, one task per setting and round.
 
@@ -338,9 +354,12 @@ def _screened_grid(settings, setting_lams, shared, execution, screening, subsamp
     if screening.strategy == "halving":
         X, method, is_classifier, random_state, pairwise = subsample
         y, fold_ids = shared["y"], shared["fold_ids"]
-        rows = halving_subsample(y, fold_ids, random_state, stratify=is_classifier,
-                                 pairwise=pairwise)
-        if rows is not None:
+        tried = []
+        for factor in (HALVING_FACTOR, HALVING_MIN_FACTOR):
+            rows = halving_subsample(y, fold_ids, random_state, stratify=is_classifier,
+                                     factor=factor, pairwise=pairwise)
+            if rows is None or rows.size in tried:
+                break
             context = {**shared, "y": y[rows], "fold_ids": fold_ids[rows],
                        "data": method.prepare(X[rows], shared["memory_budget"],
                                               execution.parallel)}
@@ -348,13 +367,18 @@ def _screened_grid(settings, setting_lams, shared, execution, screening, subsamp
                                   runner(context, "subsample", y.shape[0] / rows.size),
                                   keep=screening.keep, shape=FULL_WALK_SHAPE)
             done = 0
-            per_setting, rounds = walk(setting_lams, evaluate, start, keep=screening.keep,
-                                       shape=FULL_WALK_SHAPE)
-            return per_setting, rounds, [
-                f"halving: the grid walked coarse to fine on a subsample of {rows.size} rows (lam "
-                f"scaled by {y.shape[0] / rows.size:.3g}, the same C), the walk started "
-                "from its 3 best points"]
+            if start is not None:
+                per_setting, rounds = walk(setting_lams, evaluate, start,
+                                           keep=screening.keep, shape=FULL_WALK_SHAPE)
+                return per_setting, rounds, [_plateau_note(tried)] * bool(tried) + [
+                    f"halving: the grid walked coarse to fine on a subsample of {rows.size} "
+                    f"rows (lam scaled by {y.shape[0] / rows.size:.3g}, the same C), the "
+                    "walk started from its 3 best points"]
+            tried.append(rows.size)
         per_setting, rounds = coarse_to_fine(setting_lams, evaluate, keep=screening.keep)
+        if tried:
+            return per_setting, rounds, [_plateau_note(tried) + "; walked coarse to fine "
+                                         "on all rows instead"]
         problem = "its smallest one-vs-one problem" if pairwise else "a subsample of n/3"
         return per_setting, rounds, [f"halving: too few rows for {problem} with "
                                      f"{HALVING_MIN_ROWS_PER_FOLD} rows per fold; walked "
