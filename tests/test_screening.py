@@ -284,6 +284,7 @@ def test_halving_start_gives_up_on_a_subsample_that_predicts_one_class_everywher
     calls = []
     flat = np.full((7, 6), 0.05)
     assert halving_start(lams, plateau_evaluator(flat, np.full((7, 6), 0.1), calls)) is None
+    assert len(calls) == 1  # the coarse start only: refining it would be blind
     mixed = np.full((7, 6), 0.1)
     mixed[3, 2] = np.nan
     start = halving_start(lams, plateau_evaluator(flat, mixed, []))
