@@ -328,3 +328,22 @@ def test_checkpoint_torn_header_and_memory_budget(binary, folds, tmp_path):
     again = grid_search(X, y, "krr", gammas=GAMMAS, lams=LAMS, folds=folds, checkpoint=path,
                         memory_budget="4G")
     assert [c["score"] for c in again.candidates] == [c["score"] for c in first.candidates]
+
+
+def test_a_first_confirmation_with_zero_exact_error_skips_later_candidates():
+    """Separable data: the first confirmation's exact CV error is 0, which the candidates
+    after it in grid order can only tie (and ties go to the smaller index). The
+    sequential search skips their refits; the threaded one (which confirms all three at
+    once) is the oracle for the choice."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(-3.0, 1.0, (40, 2)), rng.normal(3.0, 1.0, (40, 2))])
+    y = np.r_[-np.ones(40), np.ones(40)]
+    kwargs = dict(gammas=[2.0 ** k for k in range(-6, 2)],
+                  lams=[2.0 ** k / 80 for k in range(-3, 6)], method="bif", folds=5)
+    sequential = grid_search(X, y, "svm", **kwargs)
+    pooled = grid_search(X, y, "svm", n_jobs=2, backend="threading", **kwargs)
+    assert len(pooled.confirmed) == 3
+    assert sequential.candidates[sequential.best_index]["exact_error"] == 0
+    assert sequential.best_index == pooled.best_index
+    assert len(sequential.confirmed) < len(pooled.confirmed)
+    assert all(i <= sequential.best_index for i in sequential.confirmed)

@@ -9,7 +9,10 @@
    candidate is the best confirmed one by exact error. A candidate that ties one
    already taken in the same kernel setting (same approximate score: the same model to
    the approximation's precision, typically neighbouring lam on a plateau) is passed
-   over for the first ``confirm`` places, so that they reach other kernel settings.
+   over for the first ``confirm`` places, so that they reach other kernel settings. When
+   the first confirmation's exact error is 0 (CV errors, one worker), the candidates
+   after it in grid order are not confirmed: they could only tie, and ties go to the
+   smaller index.
 
 Cost: one exact refit CV (t fits) per rechecked or confirmed candidate.
 """
@@ -123,6 +126,13 @@ def run_safeguards(candidates, method, options, average, shared, store, executio
         pool.sort(key=lambda i: (candidates[i]["score"], i))
         pool = _spread_ties(pool, candidates, confirm)
         confirmed = pool[:confirm]
+        if is_error and len(confirmed) > 1 and not execution.parallel:
+            # An exact CV error of 0 can only be tied, and ties go to the smaller index:
+            # once the first confirmation finds 0, the candidates after it in grid order
+            # cannot be chosen and are not refit (fourclass: 3 -> 1 confirmation).
+            run_exact(confirmed[:1], "confirm")
+            if candidates[confirmed[0]]["exact_error"] == 0:
+                confirmed = [i for i in confirmed if i <= confirmed[0]]
         run_exact(confirmed, "confirm")
         # Approximate scores are optimistic where the kernel is nearly degenerate, so the
         # best few may all be mirages: go on down the ranking while the next approximate
