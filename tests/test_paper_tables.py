@@ -256,3 +256,30 @@ def test_intercept_setting_reaches_every_machine_but_krr():
     assert suites.PROTOCOLS["paper"].intercept is True
     assert suites.PROTOCOLS["paper-bias-free"].intercept is None  # as "ours"
     assert suites.PROTOCOLS["ours"].intercept is None
+
+
+def test_paper_protocol_takes_the_printed_degree_grid_in_full_mode(data_dir, tmp_path,
+                                                                   monkeypatch):
+    """Full mode is the papers' grid: with ``--protocol paper`` the polynomial LS-SVM
+    searches the fast-CV paper's d = 1..10 (``ours``: 1..8); quick mode keeps its own."""
+    seen = {}
+    real = runners.run_criterion
+
+    def spy(criterion, machine, kernel, grid, *args, **kwargs):
+        seen.setdefault(kwargs["intercept"], set()).add(tuple(grid["degrees"]))
+        return real(criterion, machine, kernel, grid, *args, **kwargs)
+
+    monkeypatch.setattr(bench, "run_criterion", spy)
+    full = suites.Mode("full", 2, ("heart",), 200, None, (-1, 3), (1, 2, 3, 4, 5, 6, 7, 8),
+                       (1, 3))
+    monkeypatch.setitem(suites.MODES, "full", full)
+    for protocol in ("ours", "paper"):
+        report = bench.run_bench(mode="full", tables_=["lssvm-poly"], data_dir=data_dir,
+                                 out=tmp_path / protocol, figures_=False, protocol=protocol)
+        expected = list(range(1, 11 if protocol == "paper" else 9))
+        assert report["grid"]["degrees"] == expected
+        assert f"poly degree 1..{expected[-1]} " in report["grid"]["description"]
+    assert seen == {None: {tuple(range(1, 9))}, True: {tuple(range(1, 11))}}
+    quick = suites.MODES["quick"]
+    assert quick.degree_grid(suites.PROTOCOLS["paper"]) == quick.degrees == (1, 2)
+    assert suites.PROTOCOLS["paper-bias-free"].degrees == tuple(range(1, 11))
