@@ -168,6 +168,8 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
               "lam_exponents": spec.lam_exponents, "degrees": list(spec.degree_grid(proto)),
               "data_dir": str(folder.resolve()), "lssvm_intercept": LSSVM_INTERCEPT,
               "version": 3}
+    if proto.eps_rule != "adaptive":  # ours' checkpoints keep their fingerprint
+        config["eps_rule"] = proto.eps_rule
     out.mkdir(parents=True, exist_ok=True)
     store = Checkpoint(out / CHECKPOINT, fingerprint(config), fresh)
     say = progress or (lambda message: None)
@@ -279,7 +281,7 @@ def _run_table(table, X, y, X_test, y_test, fold_sets, seed, spec, confirm, n_jo
                                      y_test, fold_sets, seed, confirm=confirm, n_jobs=n_jobs,
                                      svr_tube=tube, svr_huber=huber,
                                      intercept=proto.intercept)
-               for c in criteria_for(table.machine)}
+               for c in criteria_for(table.machine, proto.eps_rule_for(table.machine))}
     return {"criteria": results, "wall_seconds": time.perf_counter() - tic}
 
 
