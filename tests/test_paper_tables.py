@@ -1,6 +1,7 @@
 """The papers' result tables beside ``kernelcv bench`` (reading, verdicts, protocols)."""
 
 import csv
+import dataclasses
 import json
 from pathlib import Path
 
@@ -256,3 +257,68 @@ def test_intercept_setting_reaches_every_machine_but_krr():
     assert suites.PROTOCOLS["paper"].intercept is True
     assert suites.PROTOCOLS["paper-bias-free"].intercept is None  # as "ours"
     assert suites.PROTOCOLS["ours"].intercept is None
+
+
+def test_paper_protocol_takes_the_printed_degree_grid_in_full_mode(data_dir, tmp_path,
+                                                                   monkeypatch):
+    """Full mode is the papers' grid: with ``--protocol paper`` the polynomial LS-SVM
+    searches the fast-CV paper's d = 1..10 (``ours``: 1..8); quick mode keeps its own."""
+    seen = {}
+    real = runners.run_criterion
+
+    def spy(criterion, machine, kernel, grid, *args, **kwargs):
+        seen.setdefault(kwargs["intercept"], set()).add(tuple(grid["degrees"]))
+        return real(criterion, machine, kernel, grid, *args, **kwargs)
+
+    monkeypatch.setattr(bench, "run_criterion", spy)
+    full = suites.Mode("full", 2, ("heart",), 200, None, (-1, 3), (1, 2, 3, 4, 5, 6, 7, 8),
+                       (1, 3))
+    monkeypatch.setitem(suites.MODES, "full", full)
+    for protocol in ("ours", "paper"):
+        report = bench.run_bench(mode="full", tables_=["lssvm-poly"], data_dir=data_dir,
+                                 out=tmp_path / protocol, figures_=False, protocol=protocol)
+        expected = list(range(1, 11 if protocol == "paper" else 9))
+        assert report["grid"]["degrees"] == expected
+        assert f"poly degree 1..{expected[-1]} " in report["grid"]["description"]
+    assert seen == {None: {tuple(range(1, 9))}, True: {tuple(range(1, 11))}}
+    quick = suites.MODES["quick"]
+    assert quick.degree_grid(suites.PROTOCOLS["paper"]) == quick.degrees == (1, 2)
+    assert suites.PROTOCOLS["paper-bias-free"].degrees == tuple(range(1, 11))
+
+
+def test_paper_protocol_runs_eps_bif_at_the_order_of_eq_6(data_dir, tmp_path, monkeypatch):
+    """The granularity paper takes t and r from its eq. 6; ``ours`` keeps eq. 6's t but
+    stops the series by its observed tail. The protocol's rule must reach every eps-BIF
+    criterion of the paper's machine (the Huber-SVM; the other machines keep the
+    adaptive order), and a checkpoint of the other rule must not be reused."""
+    seen = {}
+    real = runners.run_criterion
+
+    def spy(criterion, machine, *args, **kwargs):
+        if criterion.name.startswith("eps-BIF"):
+            rule = criterion.method.granularity
+            seen.setdefault((machine, kwargs["intercept"]), set()).add(
+                (rule.epsilon, rule.rule))
+        return real(criterion, machine, *args, **kwargs)
+
+    monkeypatch.setattr(bench, "run_criterion", spy)
+    paper = suites.PROTOCOLS["paper"]
+    adaptive = dataclasses.replace(paper, intercept=False, eps_rule="adaptive")
+    out = tmp_path / "run"
+    run = dict(mode="quick", tables_=["svm", "l2svm"], data_dir=data_dir, out=out,
+               figures_=False, protocol="paper")
+    monkeypatch.setitem(suites.PROTOCOLS, "paper", adaptive)
+    bench.run_bench(**run)
+    monkeypatch.setitem(suites.PROTOCOLS, "paper", paper)
+    with pytest.raises(KernelCVError, match="other options"):
+        bench.run_bench(**run)
+    bench.run_bench(**run, fresh=True)
+    adaptive_rules = {(e, "adaptive") for e in runners.EPSILONS}
+    assert seen == {("svm", False): adaptive_rules, ("l2svm", False): adaptive_rules,
+                    ("svm", True): {(e, "bound") for e in runners.EPSILONS},
+                    ("l2svm", True): adaptive_rules}
+    free = suites.PROTOCOLS["paper-bias-free"]
+    assert free.eps_rule_for("svm") == "bound" and free.eps_rule_for("lssvm") == "adaptive"
+    assert suites.PROTOCOLS["ours"].eps_rule_for("svm") == "adaptive"
+    markdown = (out / "results.md").read_text()
+    assert "Huber-SVM eps-BIF at eq. 6's order r" in markdown

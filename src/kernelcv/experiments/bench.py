@@ -165,9 +165,11 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
     # not `splits` (records are keyed by split) nor max_train (only decides what is run)
     config = {"mode": mode, "seed": seed, "confirm": confirm, "protocol": protocol,
               "gammas": spec.gammas(proto.width),
-              "lam_exponents": spec.lam_exponents, "degrees": list(spec.degrees),
+              "lam_exponents": spec.lam_exponents, "degrees": list(spec.degree_grid(proto)),
               "data_dir": str(folder.resolve()), "lssvm_intercept": LSSVM_INTERCEPT,
               "version": 3}
+    if proto.eps_rule != "adaptive":  # ours' checkpoints keep their fingerprint
+        config["eps_rule"] = proto.eps_rule
     out.mkdir(parents=True, exist_ok=True)
     store = Checkpoint(out / CHECKPOINT, fingerprint(config), fresh)
     say = progress or (lambda message: None)
@@ -269,7 +271,7 @@ def _run_table(table, X, y, X_test, y_test, fold_sets, seed, spec, confirm, n_jo
                proto) -> dict:
     grid = {"lams": spec.lams(X.shape[0])}
     if table.kernel == "poly":
-        grid["degrees"] = list(spec.degrees)
+        grid["degrees"] = list(spec.degree_grid(proto))
     else:
         grid["gammas"] = spec.gammas(proto.width)
     tube = proto.svr_tube if proto.svr_tube is not None else float(np.std(y)) or 1.0
@@ -279,7 +281,7 @@ def _run_table(table, X, y, X_test, y_test, fold_sets, seed, spec, confirm, n_jo
                                      y_test, fold_sets, seed, confirm=confirm, n_jobs=n_jobs,
                                      svr_tube=tube, svr_huber=huber,
                                      intercept=proto.intercept)
-               for c in criteria_for(table.machine)}
+               for c in criteria_for(table.machine, proto.eps_rule_for(table.machine))}
     return {"criteria": results, "wall_seconds": time.perf_counter() - tic}
 
 
@@ -330,7 +332,7 @@ def _convergence(report_tables, first_split, spec, proto, say) -> list[dict]:
 
 
 def _grid_description(spec, proto) -> dict:
-    gammas = spec.gammas(proto.width)
+    gammas, degrees = spec.gammas(proto.width), spec.degree_grid(proto)
     sig = "sigma = 2^-10..2^10 (21)" if spec.sigma_exponents is None else (
         f"sigma = 2^{min(spec.sigma_exponents)}..2^{max(spec.sigma_exponents)} "
         f"({len(gammas)})")
@@ -338,9 +340,9 @@ def _grid_description(spec, proto) -> dict:
     lam = "lam = 2^i/n, i = -3..11 (15)" if spec.lam_exponents is None else (
         f"lam = 2^i/n, i = {', '.join(map(str, spec.lam_exponents))}")
     return {"gammas": gammas, "lam_exponents": spec.lam_exponents or list(range(-3, 12)),
-            "degrees": list(spec.degrees),
-            "description": f"{sig} x {lam}; poly degree {min(spec.degrees)}.."
-                           f"{max(spec.degrees)} (gamma 1, coef0 1)"}
+            "degrees": list(degrees),
+            "description": f"{sig} x {lam}; poly degree {min(degrees)}..{max(degrees)} "
+                           "(gamma 1, coef0 1)"}
 
 
 def _tables_for(name) -> tuple[str, tuple[str, ...]]:

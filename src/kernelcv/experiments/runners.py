@@ -10,7 +10,8 @@ folds, the same fold assignment of the training half:
   or of the adaptive order (terms added until the tail is below tolerance), 10 folds;
   ``BIF r=5 t=5|20`` the same order on the 5 and 20 folds (the papers' other columns);
 * ``eps-BIF e`` — granularity selection: t and r per lam from the tolerated error e
-  (eq. 6 of "Granularity selection for cross-validation of SVM"), adaptive stopping;
+  (eq. 6 of "Granularity selection for cross-validation of SVM"), adaptive stopping
+  (``--protocol paper``, Huber-SVM: eq. 6's r, as the paper);
 * ``BIF inf +3 exact`` — what ``kernelcv select`` does for the SVMs and SVR: the series'
   limit (order inf), then the best 3 candidates (and more while the next approximate
   score beats the best exact one) confirmed by exact refit CV;
@@ -84,8 +85,13 @@ class Criterion:
     confirm: int | None = None
 
 
-def criteria_for(machine: str) -> list[Criterion]:
-    """The criteria compared for ``machine``, reference (``exact t=10``) first."""
+def criteria_for(machine: str, eps_rule: str = "adaptive") -> list[Criterion]:
+    """The criteria compared for ``machine``, reference (``exact t=10``) first.
+
+    ``eps_rule``: the BIF order of the ``eps-BIF`` criteria, ``"adaptive"`` (ours: the
+    bound's t, the series stopped by its observed tail) or ``"bound"`` (the granularity
+    paper's eq. 6 order r, ``--protocol paper``).
+    """
     out = [Criterion(REFERENCE, ExactRefit(), 10)]
     out += [Criterion(f"exact t={t}", ExactRefit(), t) for t in FOLDS if t != 10]
     if machine in ("krr", "lssvm"):
@@ -93,7 +99,7 @@ def criteria_for(machine: str) -> list[Criterion]:
     out.append(Criterion("BIF r=5", BIF(order=5), 10))
     out += [Criterion(f"BIF r=5 t={t}", BIF(order=5), t) for t in FOLDS if t != 10]
     out.append(Criterion("BIF auto", BIF(order="auto"), 10))
-    out += [Criterion(f"eps-BIF {e:g}", BIF(granularity=GranularityRule(e)))
+    out += [Criterion(f"eps-BIF {e:g}", BIF(granularity=GranularityRule(e, eps_rule)))
             for e in EPSILONS]
     if machine not in ("krr", "lssvm"):
         out.append(Criterion(SAFE, BIF(order="inf"), 10, confirm=SAFE_CONFIRM))

@@ -12,7 +12,8 @@ Modes
     polynomial degree 1..4) on the small sets (training half of at most 200 samples).
 ``full``
     10 splits, the papers' default 21 x 15 grid (sigma = 2^-10..2^10, lam = 2^i / n for
-    i = -3..11; degree 1..8) on every set whose training half has at most 600 samples
+    i = -3..11; degree 1..8, or the fast-CV paper's 1..10 with ``--protocol paper``) on
+    every set whose training half has at most 600 samples
     (a2a needs ``--max-train 1200``; cpusmall and abalone are larger still).
 
 Loading a set costs one pass over its file; everything else here is O(1).
@@ -128,6 +129,12 @@ class Mode:
             return [1.0 / (2.0 * 2.0**k) for k in exponents]
         raise KernelCVError(f"unknown kernel width convention {width!r}")
 
+    def degree_grid(self, protocol=None) -> tuple[int, ...]:
+        """The polynomial degrees: the protocol's printed grid in full mode (the papers'
+        grid), else the mode's (quick mode keeps its 1..4 subgrid)."""
+        papers = protocol is not None and protocol.degrees is not None
+        return protocol.degrees if papers and self.sigma_exponents is None else self.degrees
+
     def lams(self, n_train: int) -> list[float]:
         if self.lam_exponents is None:
             return default_lams(n_train)
@@ -149,7 +156,10 @@ class Protocol:
     coding (:func:`liver_selector_coding`), and a bias term in the LS-SVM and SVMs (the
     papers' CV references, LIBSVM among them, fit one); ``paper-bias-free`` is ``paper``
     with the bias-free machines of the BIF formulas (and of ``ours``). All keep
-    lam = 2^i / n.
+    lam = 2^i / n. ``paper`` also takes the fast-CV paper's polynomial degrees
+    d = 1..10 (its Table 3's LS-SVM grid) in full mode, where ``ours`` has 1..8, and the
+    granularity paper's own BIF order for ``eps-BIF`` on its Huber-SVM (eq. 6's r;
+    ``ours`` stops the series by its observed tail, ``eps_rule="adaptive"``).
     """
 
     name: str
@@ -159,16 +169,28 @@ class Protocol:
     svr_huber_ratio: float | None  # Huber width = ratio x tube (None: a fixed 0.01)
     liver_coding: str = "current"  # liver-disorders labels: "current" | "selector"
     intercept: bool | None = None  # bias term of the LS-SVM and SVMs (None: bias-free)
+    degrees: tuple[int, ...] | None = None  # full mode's poly degrees (None: the mode's)
+    eps_rule: str = "adaptive"  # eps-BIF's order on the Huber-SVM: "adaptive" | "bound"
 
+    def eps_rule_for(self, machine: str) -> str:
+        """The eps-BIF order rule of ``machine``: the protocol's on the granularity paper's
+        machine (the Huber-SVM, whose eq. 6 has the Huber width in it), ``"adaptive"``
+        on the others (no paper cell; eq. 6's r grows with max k(x, x), about 10^6 terms
+        for the polynomial kernel at the smallest lam)."""
+        return self.eps_rule if machine == "svm" else "adaptive"
+
+
+PAPER_DEGREES = tuple(range(1, 11))  # fast-CV paper, LS-SVM: d in {1, ..., 10}
 
 PROTOCOLS = {
     "ours": Protocol("ours", "sigma2", "standardize", 0.1, None),
     # with a bias term: the papers' CV references ran LIBSVM (L1-SVM, SVR) and LS-SVM /
     # L2-SVM codes that fit one; measured closer to the papers (docs/results.md)
-    "paper": Protocol("paper", "sigma", "center", None, 0.01, "selector", True),
+    "paper": Protocol("paper", "sigma", "center", None, 0.01, "selector", True,
+                      PAPER_DEGREES, "bound"),
     # the BIF formulas' bias-free machines, otherwise as "paper"
     "paper-bias-free": Protocol("paper-bias-free", "sigma", "center", None, 0.01,
-                                "selector"),
+                                "selector", None, PAPER_DEGREES, "bound"),
 }
 
 LIVER_SELECTOR_ROWS = 145  # liver-disorders.svm: rows 1-145 have UCI selector = 1

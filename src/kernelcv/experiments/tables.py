@@ -48,7 +48,8 @@ def _legend(report: dict) -> list[str]:
     else:
         targets = "MSE in the target's units"
         machines = (f"protocol {protocol}: gamma = 1/(2 sigma), centred targets, SVR tube "
-                    "std(y), liver-disorders in its old coding, "
+                    "std(y), liver-disorders in its old coding, Huber-SVM eps-BIF at "
+                    "eq. 6's order r, "
                     + ("bias-free machines." if protocol.endswith("bias-free")
                        else "machines with a bias term."))
     return [
