@@ -87,8 +87,10 @@ def add_arguments(parser):
                            "targets, SVR tube 0.1; paper: the papers' printed set-up, "
                            "gamma = 1/(2 sigma), targets in their units (centred), SVR tube "
                            "std(y) with Huber width 0.01 x tube, liver-disorders in its "
-                           "old coding, machines with a bias term; paper-bias-free: paper "
-                           "with the bias-free machines (all: lam = 2^i/n)")
+                           "old coding, machines with a bias term, polynomial degree "
+                           "1..10 in full mode, the Huber-SVM's eps-BIF at eq. 6's order; "
+                           "paper-bias-free: paper with the bias-free machines (all: "
+                           "lam = 2^i/n)")
     what.add_argument("--t-threshold", type=_threshold, default=None, metavar="T",
                       help="|paired t| above which a difference is significant (default: "
                            "the one-sided 95%% point of Student's t with R - 1 degrees of "
