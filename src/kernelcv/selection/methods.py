@@ -158,7 +158,9 @@ class CVMethod:
         Records have ``lam``, ``score`` (the criterion's value), ``cv_error`` (pooled
         held-out error; None for GACV), ``fold_errors``, ``fold_sizes``, ``n_folds``,
         ``order_used``, ``degenerate``, ``heldout_ratio``, ``seconds``, ``fit_seconds``,
-        ``notes`` and, with granularity selection, ``granularity``.
+        ``notes``, ``plateau_loss`` (binary classifiers whose held-out values all have
+        one sign: their held-out hinge loss; else None) and, with granularity selection,
+        ``granularity``.
 
         Cost: one Gram matrix (O(n^2) from cached distances, O(n^2 d) otherwise) plus, per
         lam, what the criterion costs (see :func:`kernelcv.cross_validate`).

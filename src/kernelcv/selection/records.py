@@ -80,13 +80,12 @@ def majority_plateau(y, predictions) -> float | None:
     for every point); None for any other candidate, regression and the class codes of a
     multiclass scheme.
 
-    The screening walks rank such a candidate after every other one of the same CV error
-    and among themselves by this loss: on a small subsample whole regions of the grid
-    predict the majority class and tie at its rate (german.numer, 170 rows: 39 of 41
-    coarse points at 0.294), and with the grid order as the only tie-break the walk
-    settled on the first of them (test error 0.300 against 0.252). The hinge loss still
-    falls toward the kernels whose values move the minority class toward the margin.
-    O(n).
+    The screening walks rank such a candidate after every candidate that predicts both
+    classes, whatever their CV errors, and among themselves by CV error, then this loss:
+    on a small subsample whole regions of the grid predict the majority class and tie at
+    its rate (german.numer, 170 rows: 39 of 41 coarse points at 0.294), and with the grid
+    order as the only tie-break the walk settled on the first of them (test error 0.300
+    against 0.252). O(n).
     """
     if y is None or predictions is None:
         return None

@@ -129,7 +129,7 @@ def run_safeguards(candidates, method, options, average, shared, store, executio
         if is_error and len(confirmed) > 1 and not execution.parallel:
             # An exact CV error of 0 can only be tied, and ties go to the smaller index:
             # once the first confirmation finds 0, the candidates after it in grid order
-            # cannot be chosen and are not refit (fourclass: 3 -> 1 confirmation).
+            # cannot be chosen and are not refit (fourclass split 0: 3 -> 2 confirmations).
             run_exact(confirmed[:1], "confirm")
             if candidates[confirmed[0]]["exact_error"] == 0:
                 confirmed = [i for i in confirmed if i <= confirmed[0]]
