@@ -9,7 +9,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "kernelcv"
 # Top-level modules and packages of kernelcv, lowest layer first.
 LAYERS = {
-    "exceptions": 0, "memory": 0, "_threads": 0, "_version": 0,
+    "exceptions": 0, "memory": 0, "_threads": 0, "_allocator": 0, "_version": 0,
     "validation": 1, "datasets": 1, "svmlight": 1, "csvdata": 1, "_synthetic": 1,
     "rowchunks": 1, "textchunks": 1,
     "kernels": 2, "features": 2,

@@ -194,6 +194,9 @@ def _main(argv):
 
 
 def _run(module, command, args, logged):
+    from .._allocator import keep_freed_memory
+
+    keep_freed_memory()  # a command allocates the same large arrays many times
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
