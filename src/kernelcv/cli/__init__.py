@@ -1,15 +1,17 @@
 """The ``kernelcv`` command line (the top layer: it imports the library, nothing imports it).
 
-:func:`main` is the console script ``kernelcv`` (and ``python -m kernelcv``); the
+:func:`console` is the console script ``kernelcv`` (and ``python -m kernelcv``): it runs
+:func:`main` and exits without the interpreter's teardown (:mod:`.console`); the
 parser and the dispatch are in :mod:`.main`, one module per subcommand beside it
 (:mod:`.cv`, :mod:`.select`, :mod:`.hypothetical`, :mod:`.tune`, :mod:`.bench`;
 shared option converters in :mod:`.options`). Each subcommand parses options, calls one
 library function that returns a dict, and prints it.
 """
 
+from .console import console
 from .main import build_parser, main
 
-__all__ = ["build_parser", "main", "run_cv"]
+__all__ = ["build_parser", "console", "main", "run_cv"]
 
 
 def __getattr__(name):
