@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg.lapack import dpotrf
 
+from ..machines.batched_linalg import cholesky_factors, cholesky_solve_each
 from ..machines.solver import Factorisation, FitResult
 from ..machines.stacked import batched_matvec, fit_stacked
 from .evaluate import _rounding_check
@@ -257,17 +258,11 @@ class StackedPairs:
         if intercept:
             rhs = np.concatenate([rhs, kept[..., None].astype(np.float64)], axis=3)
         flat = B.reshape(P * t, a, a)
-        try:
-            np.linalg.cholesky(flat)
-        except np.linalg.LinAlgError:
-            for p in range(P):
-                try:
-                    np.linalg.cholesky(B[p])
-                except np.linalg.LinAlgError:
-                    solved[p] = False
-            B[~solved] = np.eye(a)
-            rhs[~solved] = 0.0
-        X = np.linalg.solve(B, rhs)  # (P, t, a, k)
+        factors, ok = cholesky_factors(flat)
+        # A pair solves only when all its fold systems have a factor.
+        solved = ok.reshape(P, t).all(axis=1)
+        ok = np.repeat(solved, t)
+        X = cholesky_solve_each(factors, rhs.reshape(P * t, a, -1), ok).reshape(rhs.shape)
         y_a = X[..., 0]
         if intercept:
             ones = X[..., 1]

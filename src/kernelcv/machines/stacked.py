@@ -24,7 +24,7 @@ form. The optimum of each problem is the one-problem solver's (tested to 1e-8).
 
 Cost per iteration: ``P a^3 / 3`` flops for the batched Cholesky factorisation of the
 stacked systems (which also tells which ones are positive definite), ``P a^2`` for their
-triangular solves (one LAPACK call per problem) and ``O(P m^2)`` for the products.
+triangular solves (:mod:`.batched_linalg`) and ``O(P m^2)`` for the products.
 
 Problems the batch does not handle are returned in ``FitStack.fallback`` for the caller
 to fit with the one-problem solver (which adds jitter and warns, or warns about
@@ -37,9 +37,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg.lapack import dpotrs
 
-from ..exceptions import KernelCVError
+from .batched_linalg import cholesky_factors, cholesky_solve_each
 from .solver import SHALLOW_BAND_DEPTH, _best_intercept
 
 # Callers stack the binary problems of a multiclass scheme from this many problems of at
@@ -106,39 +105,6 @@ def batched_matvec(K, v):
 def _derivatives(loss, y, F, valid):
     g, h = loss.derivatives(y, F)
     return g * valid, h * valid
-
-
-def _cholesky_factors(M):
-    """Lower Cholesky factors of the stacked matrices (one batched call first) and (P,)
-    whether each has one; a matrix without a factor gets zeros."""
-    try:
-        return np.linalg.cholesky(M), np.ones(M.shape[0], dtype=bool)
-    except np.linalg.LinAlgError:
-        factors = np.zeros_like(M)
-        ok = np.ones(M.shape[0], dtype=bool)
-        for p in range(M.shape[0]):
-            try:
-                factors[p] = np.linalg.cholesky(M[p])
-            except np.linalg.LinAlgError:
-                ok[p] = False
-        return factors, ok
-
-
-def _cholesky_solve(factors, B, ok):
-    """``M_p^-1 B_p`` from the lower factors of :func:`_cholesky_factors` for the problems
-    with ``ok``; zeros for the others.
-
-    One LAPACK ``dpotrs`` call per problem: numpy has no batched triangular solve, and at
-    the stacked sizes (tens of rows) this loop is 3-5x faster than an LU solve of the
-    stacked matrices (``np.linalg.solve``; vowel's 55 x 48 x 48 systems: 0.24 vs 1.24
-    ms), which would also factor them a second time.
-    """
-    X = np.zeros_like(B)
-    for p in np.flatnonzero(ok):
-        X[p], info = dpotrs(factors[p], B[p], lower=1)
-        if info != 0:
-            raise KernelCVError(f"LAPACK dpotrs failed (info {info})")
-    return X
 
 
 def _active_systems(K, on, g, h, F, target, two_lam_n):
@@ -287,10 +253,10 @@ def fit_stacked(K, y, valid, lam, loss, fit_intercept=False, alpha0=None, interc
         counts = on.sum(axis=1)
         if counts.max() > 0:
             order, mask, M, rhs = _active_systems(Kr, on, gr, hr, Fr, target, tlr)
-            factors, spd = _cholesky_factors(M)
+            factors, spd = cholesky_factors(M)
             fallback[run[~spd]] = True
             if fit_intercept:
-                X = _cholesky_solve(factors, np.stack([rhs, mask.astype(np.float64)], axis=2),
+                X = cholesky_solve_each(factors, np.stack([rhs, mask.astype(np.float64)], axis=2),
                                     spd)
                 sol, ones = X[:, :, 0], X[:, :, 1]
                 with np.errstate(divide="ignore", invalid="ignore"):
@@ -299,7 +265,7 @@ def fit_stacked(K, y, valid, lam, loss, fit_intercept=False, alpha0=None, interc
                 b_new = np.where(has, b_solved, br)
                 sol = sol - np.where(has, b_solved, 0.0)[:, None] * ones
             else:
-                sol = _cholesky_solve(factors, rhs[:, :, None], spd)[:, :, 0]
+                sol = cholesky_solve_each(factors, rhs[:, :, None], spd)[:, :, 0]
             if order is None:
                 target = np.where(mask, sol, target)
             else:

@@ -1,0 +1,71 @@
+"""Stacks of small symmetric positive definite systems: factor once, solve with the factor.
+
+The stacked Newton solver (:mod:`.stacked`) and the batched order-inf fold steps
+(:mod:`kernelcv.criteria.stacked_pairs`, :func:`kernelcv.criteria.fold_out.solve_each_fold`)
+solve stacks of tens to thousands of small systems ``M_p x_p = b_p``. Each needs to know
+whether ``M_p`` is numerically positive definite (a Cholesky factor exists), and then the
+solution. numpy factors a whole stack in one call (``np.linalg.cholesky``) but has no
+batched triangular solve, so the solve used to be a second, LU factorisation of the stack
+(``np.linalg.solve``: ``2 a^3 / 3`` flops per system on top of the Cholesky's ``a^3 / 3``).
+:func:`cholesky_solve_each` instead calls LAPACK's ``dpotrs`` with each factor (``2 a^2``
+flops per right-hand side): one Python-level call per system, which at these sizes costs
+less than the LU it replaces. Measured, one thread: 55 systems of 48 rows (vowel's
+one-vs-one pairs) 0.24 ms against 1.24 ms for ``np.linalg.solve``; 45 of 120 rows
+1.4 ms against 4.6 ms; 15 of 36 rows 0.05 against 0.13 ms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg.lapack import dpotrs
+
+from ..exceptions import KernelCVError
+
+
+def cholesky_factors(M):
+    """Lower Cholesky factors of a stack of matrices, and which ones have one.
+
+    Parameters
+    ----------
+    M : (P, a, a) symmetric matrices.
+
+    Returns
+    -------
+    factors : (P, a, a) lower-triangular factors (zeros for a matrix without one).
+    ok : (P,) bool, whether each matrix is numerically positive definite.
+
+    Cost: one batched LAPACK call when every matrix has a factor (the usual case), else one
+    call per matrix.
+    """
+    try:
+        return np.linalg.cholesky(M), np.ones(M.shape[0], dtype=bool)
+    except np.linalg.LinAlgError:
+        factors = np.zeros_like(M)
+        ok = np.ones(M.shape[0], dtype=bool)
+        for p in range(M.shape[0]):
+            try:
+                factors[p] = np.linalg.cholesky(M[p])
+            except np.linalg.LinAlgError:
+                ok[p] = False
+        return factors, ok
+
+
+def cholesky_solve_each(factors, B, ok=None):
+    """``M_p^-1 B_p`` for every system p with a factor from :func:`cholesky_factors`.
+
+    Parameters
+    ----------
+    factors : (P, a, a) lower factors; B : (P, a, k) right-hand sides.
+    ok : (P,) bool or None (all): systems to solve; the others get zeros.
+
+    Returns
+    -------
+    (P, a, k) solutions. Cost: ``2 a^2 k`` flops and one ``dpotrs`` call per system.
+    """
+    X = np.zeros_like(B)
+    which = range(B.shape[0]) if ok is None else np.flatnonzero(ok)
+    for p in which:
+        X[p], info = dpotrs(factors[p], B[p], lower=1)
+        if info != 0:
+            raise KernelCVError(f"LAPACK dpotrs failed (info {info})")
+    return X
