@@ -347,3 +347,38 @@ def test_a_first_confirmation_with_zero_exact_error_skips_later_candidates():
     assert sequential.best_index == pooled.best_index
     assert len(sequential.confirmed) < len(pooled.confirmed)
     assert all(i <= sequential.best_index for i in sequential.confirmed)
+
+
+@pytest.mark.parametrize("best_exact, extended", [(0.10, True), (0.0, False)])
+def test_an_approximate_tie_with_the_best_exact_error_is_confirmed(monkeypatch, best_exact,
+                                                                   extended):
+    """Breast-cancer split 2 in miniature: three confirmations find an exact error equal
+    to the next candidates' approximate score; one of those tied candidates is exactly
+    better (the approximation was one point off), so it is confirmed and chosen. An exact
+    error of 0 can only be tied and stops the extension."""
+    from types import SimpleNamespace
+
+    from kernelcv.selection import safeguards
+
+    scores = [best_exact] * 4 + [best_exact + 0.02]
+    exact = [best_exact, best_exact + 0.01, best_exact, max(best_exact - 0.02, 0.0),
+             best_exact]
+    candidates = [{"setting": i, "score": s, "lam": float(i + 1), "kernel": "rbf",
+                   "gamma": 1.0, "n_folds": 2, "status": "approximate", "degenerate": False}
+                  for i, s in enumerate(scores)]
+
+    def fake_run_tasks(function, tasks, **_):
+        for position, task in enumerate(tasks):
+            error = exact[int(task["lam"]) - 1]
+            yield position, {"cv_error": error, "fold_errors": [error, error], "seconds": 0.0}
+
+    monkeypatch.setattr(safeguards, "run_tasks", fake_run_tasks)
+    execution = SimpleNamespace(n_jobs=1, backend="sequential", scheduler=None, parallel=True,
+                                report=lambda *args: None)
+    options = SimpleNamespace(confirm=3, recheck_degenerate=False)
+    method = SimpleNamespace(score_is_error=True)
+    rechecked, confirmed = safeguards.run_safeguards(candidates, method, options, "samples",
+                                                     {}, None, execution)
+    assert confirmed == ([0, 1, 2, 3] if extended else [0, 1, 2])
+    chosen = safeguards.choose(candidates, True, True, confirmed, rechecked)
+    assert chosen == (3 if extended else 0)
