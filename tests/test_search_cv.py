@@ -79,7 +79,7 @@ def test_bif_search_reports_method_order_and_confirmations(classification):
     assert set(results["method"]) == {"bif"}
     assert set(results["order_used"]) == {3}
     confirmed = np.flatnonzero(results["status"] == "confirmed")
-    assert confirmed.size == 3
+    assert 3 <= confirmed.size <= 15  # confirm=3, more while ties or better scores follow
     assert np.all(np.isfinite(results["exact_test_score"][confirmed]))
     assert np.all(np.isnan(np.delete(results["exact_test_score"], confirmed)))
     assert search.best_index_ in confirmed
