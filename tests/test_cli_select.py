@@ -157,7 +157,12 @@ def test_select_agrees_with_library_and_brute_force(capsys, files, machine, meth
             if key not in seen:
                 seen.add(key)
                 first.append(i)
-        assert sorted(first[:3]) == report["confirmed"]
+        # They are confirmed; more only where a later score beats or ties (not at 0) the
+        # best exact error found.
+        assert set(first[:3]) <= set(report["confirmed"])
+        first_best = min(exact[j] for j in first[:3])
+        for i in set(report["confirmed"]) - set(first[:3]):
+            assert 0 < report["candidates"][i]["score"] <= first_best
     else:
         assert len(exact) == 16
     chosen = min(exact, key=lambda i: (exact[i], i))

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import kernelcv.criteria.stacked_pairs as stacked_pairs
@@ -99,6 +99,7 @@ def test_order_inf_of_the_stacked_pairs_is_the_one_problem_path(seed, k, t, mach
 @given(seed=st.integers(0, 100_000), k=st.integers(3, 4), t=st.integers(2, 6),
        machine=st.sampled_from(["svm", "l2svm"]), intercept=st.booleans(),
        log_lam=st.floats(-4, 0), log_gamma=st.floats(-2, 1.5))
+@example(seed=47, k=4, t=3, machine="l2svm", intercept=True, log_lam=0.0, log_gamma=1.5)
 def test_exact_cv_of_the_stacked_pairs_equals_refitting_each_pair(seed, k, t, machine,
                                                                    intercept, log_lam,
                                                                    log_gamma):
@@ -110,7 +111,13 @@ def test_exact_cv_of_the_stacked_pairs_equals_refitting_each_pair(seed, k, t, ma
     scale = max(1.0, np.abs(oracle).max())
     assert np.abs(ours.decisions - oracle).max() <= 1e-7 * scale
     one = evaluate(K, codes, folds, spec, lam, "exact", False)
-    assert ours.cv_error == one.cv_error
+    # The votes agree wherever no pair's held-out value is at rounding level: at the
+    # widest gamma with the largest lam (the kernel is nearly the identity) every held-out
+    # value is the intercept, ~1e-9, and its sign is rounding.
+    firm = np.all(np.abs(oracle) > 1e-7 * scale, axis=1)
+    assert np.array_equal(ours.predictions[firm], one.predictions[firm])
+    if firm.all():
+        assert ours.cv_error == one.cv_error
     assert ours.order_used is None
 
 
