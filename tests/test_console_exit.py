@@ -17,6 +17,7 @@ from sklearn.datasets import dump_svmlight_file
 
 from kernelcv.cli import console
 from kernelcv.cli.console import teardown_needed
+from test_interrupt import _session_members  # the tests folder is on sys.path
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
@@ -101,17 +102,3 @@ def test_worker_processes_end_with_the_command(data, tmp_path):
         time.sleep(0.1)
     assert _session_members(process.pid) == []
 
-
-def _session_members(session_id):
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == session_id:  # field 6 of stat: the session id
-            members.append(int(entry))
-    return members
