@@ -13,8 +13,8 @@ system time, 47-58 k and 0.39-0.50 s with the settings below; vowel (one-vs-one)
 and 0.05-0.08 s.
 
 :func:`keep_freed_memory` raises the mmap threshold to :data:`MMAP_THRESHOLD` (glibc's
-largest accepted value on 64-bit systems, so arrays up to 2,048 x 2,048 come from the
-heap) and the trim threshold to :data:`TRIM_THRESHOLD` (freed heap memory up to that
+largest accepted value on 64-bit systems, so arrays below 32 MiB, about 2,000 x 2,000
+float64 values, come from the heap) and the trim threshold to :data:`TRIM_THRESHOLD` (freed heap memory up to that
 much stays with the process for the next array). The process then holds on to its peak
 heap until it exits, which suits a command that runs one search and ends; the library
 never calls it (an application that imports kernelcv keeps its own allocator settings).
