@@ -15,11 +15,12 @@ and 0.05-0.08 s.
 :func:`keep_freed_memory` raises the mmap threshold to :data:`MMAP_THRESHOLD` (glibc's
 largest accepted value on 64-bit systems, so arrays below 32 MiB, about 2,000 x 2,000
 float64 values, come from the heap) and the trim threshold to :data:`TRIM_THRESHOLD`
-(freed heap memory up to that much stays with the process for the next array). The process then holds on to its peak
-heap until it exits, which suits a command that runs one search and ends; the library
-never calls it (an application that imports kernelcv keeps its own allocator settings).
-Nothing happens where ``mallopt`` does not exist (macOS, Windows, musl) or where the
-user tuned glibc's allocator through its environment variables.
+(freed heap memory up to that much stays with the process for the next array). The
+process then holds on to its peak heap until it exits, which suits a command that runs
+one search and ends; the library never calls it (an application that imports kernelcv
+keeps its own allocator settings). Nothing happens where ``mallopt`` does not exist
+(macOS, Windows, musl) or where the user tuned glibc's allocator through its environment
+variables.
 """
 
 from __future__ import annotations
