@@ -1,5 +1,6 @@
-"""The LIBSVM start of the Huber machines: same optimum as the Newton solve from zero,
-far fewer Newton iterations; the start itself is LIBSVM's decision function."""
+"""The LIBSVM start of the Huber machines: LIBSVM solves the smoothed machine's dual, so
+its solution is the Newton solver's optimum up to LIBSVM's tolerance; the same optimum as
+the Newton solve from zero with far fewer Newton iterations; the Gram matrix untouched."""
 
 from dataclasses import replace
 
@@ -8,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import make_classification, make_regression
-from sklearn.svm import SVC
+from sklearn.svm import SVC, SVR
 
 from kernelcv import KernelCVError, make_kernel, make_machine
 from kernelcv.machines.libsvm_start import libsvm_start
@@ -24,12 +25,61 @@ def _objective(machine, K, y, lam, fit):
     return float(np.mean(machine.loss.value(y, fit.decision)) + lam * alpha @ K @ alpha)
 
 
-def test_start_is_libsvms_decision_function():
-    K, y = _classification(120, 0, 0.5)
-    lam = 1e-3
-    alpha, b = libsvm_start(K, y, lam, make_machine("svm").loss, fit_intercept=True)
-    svc = SVC(kernel="precomputed", C=1 / (2 * y.size * lam)).fit(K, y)
-    np.testing.assert_allclose(K @ alpha + b, svc.decision_function(K), atol=1e-8)
+@pytest.mark.parametrize("name, epsilon", [("svm", None), ("svr", 0.1), ("svr", 0.01)])
+@pytest.mark.parametrize("seed, gamma, lam", [(0, 0.5, 1e-3), (1, 2.0, 1e-4), (2, 0.1, 1e-2)])
+def test_start_is_the_huber_optimum_through_libsvms_dual(name, epsilon, seed, gamma, lam):
+    """Solved tightly, LIBSVM's dual with the smoothing ridge gives the Huber machine's
+    own optimum (the Newton solve from zero, an independent solver) up to LIBSVM's
+    tolerance; the unsmoothed start of earlier versions was O(w) = 1e-2 away."""
+    if name == "svm":
+        K, y = _classification(150, seed, gamma)
+        machine = make_machine("svm", fit_intercept=True)
+    else:
+        X, y = make_regression(150, 4, noise=5.0, random_state=seed)
+        y = y / np.std(y)
+        K = make_kernel("rbf", gamma)(X)
+        machine = make_machine("svr", fit_intercept=True, epsilon=epsilon)
+    reference = machine.fit(K, y, lam, start="given", max_iter=500)
+    assert reference.converged
+    alpha, b = libsvm_start(K, y, lam, machine.loss, fit_intercept=True, tol=1e-12)
+    np.testing.assert_allclose(K @ alpha + b, reference.decision, atol=1e-5)
+    if name == "svm":  # the unsmoothed hinge's SVC is measurably elsewhere
+        svc = SVC(kernel="precomputed", C=1 / (2 * y.size * lam), tol=1e-12).fit(K, y)
+        assert np.abs(svc.decision_function(K) - reference.decision).max() > 1e-3
+
+
+def test_svr_with_a_tube_narrower_than_the_band_starts_from_the_unsmoothed_svr():
+    X, y = make_regression(120, 4, noise=5.0, random_state=3)
+    y = y / np.std(y)
+    K = make_kernel("rbf", 0.5)(X)
+    loss = make_machine("svr", epsilon=0.004).loss  # eps < w = 0.01: the bands overlap
+    alpha, b = libsvm_start(K, y, 1e-3, loss, fit_intercept=True)
+    svr = SVR(kernel="precomputed", C=1 / (2 * y.size * 1e-3), epsilon=0.004, tol=1e-4).fit(K, y)
+    np.testing.assert_allclose(K @ alpha + b, svr.predict(K), atol=1e-9)
+
+
+def test_the_gram_matrix_is_restored_bit_for_bit(monkeypatch):
+    K, y = _classification(80, 5, 0.7)
+    K[3, 3] = 1.0 + 1e-16 * 3  # a diagonal value that (x + r) - r would not give back
+    before = K.copy()
+    loss = make_machine("svm").loss
+    assert libsvm_start(K, y, 1e-3, loss, fit_intercept=True) is not None
+    assert np.array_equal(K, before)
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("LIBSVM failed")
+
+    monkeypatch.setattr(SVC, "fit", broken)
+    with pytest.raises(RuntimeError, match="LIBSVM failed"):
+        libsvm_start(K, y, 1e-3, loss, fit_intercept=True)
+    assert np.array_equal(K, before)
+
+
+def test_a_read_only_gram_matrix_is_not_written():
+    K, y = _classification(80, 6, 0.7)
+    K.setflags(write=False)
+    found = libsvm_start(K, y, 1e-3, make_machine("svm").loss, fit_intercept=True)
+    assert found is not None and not K.flags.writeable
 
 
 @settings(max_examples=25, deadline=None)

@@ -1,4 +1,4 @@
-"""A starting point for the Huber machines from LIBSVM's solution of the unsmoothed problem.
+"""A starting point for the Huber machines from LIBSVM's solution of the same problem.
 
 The primal Newton solver (:mod:`kernelcv.machines.solver`) is exact but needs many
 iterations on the Huber-smoothed hinge and eps-insensitive losses when it starts far
@@ -7,18 +7,33 @@ each iteration moves only the points whose piece changes near the current point,
 exact line search takes short steps (measured on a 2,000-row subsample of ijcnn1, RBF
 kernel: 27-79 iterations from zero, 14 on average from the neighbouring lam's solution).
 
-LIBSVM's SMO (scikit-learn's ``SVC`` / ``SVR`` with ``kernel="precomputed"`` on the same
-Gram matrix) solves the *unsmoothed* problem with ``C = 1 / (2 n lam)``. Its solution
-differs from the smoothed one by O(w) and puts almost every point on its final piece, so
-the Newton solver, started there, finishes in 2-4 iterations with the same optimum (the
-objective agrees to 1e-15 with the solve from zero). Measured on that subsample,
-16 grid points, one thread: 24.6 s of Newton from zero -> 3.0 s of LIBSVM plus Newton.
+LIBSVM's SMO (scikit-learn's ``SVC`` / ``SVR`` with ``kernel="precomputed"``) solves the
+Huber machines exactly, through their duals. The Huber hinge ``psi(1 - m)`` (see
+:mod:`.losses`) is the Moreau envelope, with parameter ``mu = 2 w``, of the hinge at margin
+``1 + w``, ``max(0, 1 + w - m)``; an envelope adds ``(mu / 2) beta^2`` to the conjugate of
+the loss, so the dual of ``min (1/n) sum psi(1 - y_i f_i) + lam alpha' K alpha`` is the SVC
+dual with the kernel ``K + 4 w lam n I`` (:func:`smoothing_ridge`) and
+``C = 1 / (2 n lam (1 + w))``, and the machine's coefficients and intercept are ``1 + w``
+times LIBSVM's. Likewise the Huber eps-insensitive loss is the envelope of the
+eps-insensitive loss with tube ``eps - w`` (when ``eps >= w``; its two bands then never
+overlap): the SVR dual with the same ridge, ``C = 1 / (2 n lam)`` and epsilon ``eps - w``.
+(With ``eps < w`` the start is LIBSVM's solution of the unsmoothed problem, O(w) away.)
+
+Solved to LIBSVM's tolerance :data:`LIBSVM_TOL` on its KKT violation, almost every point
+is already on its final loss piece, and the Newton solver, started there, polishes and
+verifies the optimum in 1-3 iterations (the objective agrees to 1e-15 with the solve from
+zero). Measured on 2,000-row subsamples (10-fold refits, one thread, CPU ms per fold:
+LIBSVM + Newton): w8a gamma = 0.125, lam = 6.25e-5: 64 -> 42 (Newton iterations 4-5 ->
+3-4); w8a gamma = 0.03125, lam = 1e-3: 49 -> 25; ijcnn1 gamma = 2, lam = 6.25e-5: 25 -> 20;
+a9a gamma = 0.03125, lam = 1e-3: 23 -> 15 (1-2 iterations); no point of the nine measured
+slower by more than rounding. The unsmoothed problem solved before (hinge, ``tol = 1e-3``)
+left 2-7 Newton iterations.
 
 The start only changes the speed, never the answer: the Newton solver still iterates to
 its own optimality conditions. Its cost is LIBSVM's: O(n^2) kernel reads per pass over
 the data, bounded here by ``max_iter = LIBSVM_PASSES * n`` SMO steps (a start that
-stopped there is still a good start); LIBSVM copies nothing larger than the n x n
-matrix already held.
+stopped there is still a good start). The ridge is added to ``K``'s diagonal in place and
+the diagonal restored bit for bit afterwards (no copy of the n x n matrix).
 
 scikit-learn is imported inside :func:`libsvm_start` (its import costs ~1 s of a
 command's start-up), which is why problems below :data:`LIBSVM_START_MIN_ROWS` rows,
@@ -37,7 +52,8 @@ Newton iterations each from the order-inf warm start and 3.2 from LIBSVM's solut
 with the start (14.0 s -> 17.0 s), hence the threshold. It applies to cold fits only: a
 fit warm-started from the neighbouring lam's solution (the search's path) keeps that
 start below :data:`LIBSVM_START_MIN_ROWS` rows (scikit-learn's per-call checks cost
-~5 ms; digits one-vs-rest select 26.5 s -> 22.6 s, vowel 16.8 s -> 12.0 s).
+~5 ms; digits one-vs-rest select 26.5 s -> 22.6 s, vowel 16.8 s -> 12.0 s). (The
+multiclass figures were measured with the unsmoothed start.)
 """
 
 from __future__ import annotations
@@ -56,8 +72,10 @@ LIBSVM_START_MIN_ROWS = 1000
 LIBSVM_START_MIN_ROWS_MULTICLASS = 250
 # LIBSVM's SMO steps are bounded by this many times n (a start needs no tight optimum).
 LIBSVM_PASSES = 100
-# LIBSVM's stopping tolerance on its KKT violation (scikit-learn's default).
-LIBSVM_TOL = 1e-3
+# LIBSVM's stopping tolerance on its KKT violation. scikit-learn's default 1e-3 leaves
+# the points within ~1e-3 of a band's edge on either side and 3-6 Newton iterations on
+# w8a-2000; 1e-4 leaves 1-3 for a little more SMO work (1e-5 and 1e-6 measured no better).
+LIBSVM_TOL = 1e-4
 
 
 def supports_libsvm_start(loss) -> bool:
@@ -66,17 +84,29 @@ def supports_libsvm_start(loss) -> bool:
     return isinstance(loss, HuberHingeLoss | HuberInsensitiveLoss)
 
 
-def libsvm_start(K, y, lam, loss, fit_intercept):
-    """LIBSVM's solution of the unsmoothed problem, as ``(alpha, intercept)``.
+def smoothing_ridge(loss, lam, n) -> float:
+    """``4 w lam n``: what the Huber smoothing adds to the kernel's diagonal in the dual
+    solved by LIBSVM (``mu / (2 C')`` per squared dual variable, ``mu = 2 w``, ``C' = 1/n``,
+    after the dual's scaling by ``2 lam``)."""
+    return 4.0 * loss.width * lam * n
+
+
+def libsvm_start(K, y, lam, loss, fit_intercept, tol=None):
+    """LIBSVM's solution of the Huber machine's dual, as ``(alpha, intercept)``.
 
     Parameters
     ----------
-    K : (n, n) Gram matrix; y : (n,) targets (+-1 for the hinge loss).
-    lam : regularisation (LIBSVM's ``C = 1 / (2 n lam)``).
-    loss : :class:`HuberHingeLoss` (-> ``SVC``) or :class:`HuberInsensitiveLoss`
-        (-> ``SVR`` with the loss's epsilon).
+    K : (n, n) Gram matrix (float64); its diagonal is raised by :func:`smoothing_ridge`
+        during LIBSVM's fit and restored exactly afterwards (also when LIBSVM fails), so
+        no other thread may read ``K`` meanwhile. y : (n,) targets (+-1 for the hinge).
+    lam : regularisation.
+    loss : :class:`HuberHingeLoss` (-> ``SVC`` with ``C = 1 / (2 n lam (1 + w))``, the
+        solution scaled by ``1 + w``) or :class:`HuberInsensitiveLoss` (-> ``SVR`` with
+        ``C = 1 / (2 n lam)`` and epsilon ``eps - w``; for ``eps < w`` the unsmoothed SVR
+        with epsilon ``eps`` and no ridge).
     fit_intercept : whether the machine has an intercept; without one LIBSVM's intercept
         is dropped (the start is then further from the optimum, still a good one).
+    tol : LIBSVM's tolerance (default :data:`LIBSVM_TOL`).
 
     Returns
     -------
@@ -89,24 +119,36 @@ def libsvm_start(K, y, lam, loss, fit_intercept):
     from sklearn.svm import SVC, SVR
 
     n = y.shape[0]
-    C = 1.0 / (2.0 * n * lam)
-    options = {"kernel": "precomputed", "C": C, "tol": LIBSVM_TOL,
+    options = {"kernel": "precomputed", "tol": LIBSVM_TOL if tol is None else tol,
                "max_iter": LIBSVM_PASSES * max(n, 100)}
+    ridge = smoothing_ridge(loss, lam, n)
     if isinstance(loss, HuberHingeLoss):
         if np.unique(y).size != 2:
             return None
-        model = SVC(**options)
+        scale = 1.0 + loss.width  # the hinge's margin in the envelope
+        model = SVC(C=1.0 / (2.0 * n * lam * scale), **options)
     else:
-        model = SVR(epsilon=loss.epsilon, **options)
-    with warnings.catch_warnings():
-        # A start that hit max_iter is still a start; the Newton solver finishes it.
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(K, y)
+        scale = 1.0
+        epsilon = loss.epsilon - loss.width
+        if epsilon < 0:  # the two bands overlap: the unsmoothed problem instead
+            epsilon, ridge = loss.epsilon, 0.0
+        model = SVR(C=1.0 / (2.0 * n * lam), epsilon=epsilon, **options)
+    K_fit = K if K.flags.writeable else np.array(K)
+    diagonal = np.diagonal(K_fit).copy()
+    on_diagonal = np.arange(n)
+    try:
+        K_fit[on_diagonal, on_diagonal] = diagonal + ridge
+        with warnings.catch_warnings():
+            # A start that hit max_iter is still a start; the Newton solver finishes it.
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(K_fit, y)
+    finally:
+        K_fit[on_diagonal, on_diagonal] = diagonal
     alpha = np.zeros(n)
     # dual_coef_ holds y_j * (LIBSVM's dual variable), i.e. f = sum_j coef_j k(x_j, .) + b,
     # signed towards classes_[1] = +1 for SVC.
-    alpha[model.support_] = model.dual_coef_[0]
-    intercept = float(model.intercept_[0]) if fit_intercept else 0.0
+    alpha[model.support_] = scale * model.dual_coef_[0]
+    intercept = scale * float(model.intercept_[0]) if fit_intercept else 0.0
     if not (np.all(np.isfinite(alpha)) and np.isfinite(intercept)):
         return None
     return alpha, intercept
