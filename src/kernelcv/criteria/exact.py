@@ -13,8 +13,8 @@ solves it anyway), for the other losses from the order-inf Newton step of
 which about halves the Newton iterations of the Huber SVM's refits (digits, n = 898:
 244 -> 124 iterations for ten folds). Refits that start from LIBSVM's solution instead
 (``svm``/``svr`` from :data:`kernelcv.machines.libsvm_start.LIBSVM_START_MIN_ROWS` rows,
-250 for a multiclass machine's binary problems,
-2-4 Newton iterations each) skip that step.
+250 for a multiclass machine's binary problems; LIBSVM solves the smoothed machine's
+dual, 1-3 Newton iterations each) skip that step.
 
 Extra points (``extra=(K_extra, extra_fold_ids)``): an extra point e of fold i is predicted
 by fold i's refit, ``K_extra[e, R_i] alpha'_i + b'_i`` (``O(n)`` per point); id -1 by the

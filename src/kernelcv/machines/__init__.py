@@ -113,7 +113,7 @@ class Machine:
 
         ``start`` chooses where the Newton solver begins: ``"given"`` at ``alpha0`` /
         ``intercept0`` (zeros by default); ``"libsvm"`` at LIBSVM's solution of the
-        unsmoothed problem for ``svm``/``svr`` (:mod:`.libsvm_start`; 2-4 Newton
+        machine's dual for ``svm``/``svr`` (:mod:`.libsvm_start`; 1-3 Newton
         iterations instead of tens), else as ``"given"``; ``"auto"`` (default) is
         ``"libsvm"`` from :data:`LIBSVM_START_MIN_ROWS` rows (fewer for multiclass, see
         :meth:`starts_from_libsvm`), else ``"given"``. The

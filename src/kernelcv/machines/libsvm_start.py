@@ -22,12 +22,12 @@ overlap): the SVR dual with the same ridge, ``C = 1 / (2 n lam)`` and epsilon ``
 Solved to LIBSVM's tolerance :data:`LIBSVM_TOL` on its KKT violation, almost every point
 is already on its final loss piece, and the Newton solver, started there, polishes and
 verifies the optimum in 1-3 iterations (the objective agrees to 1e-15 with the solve from
-zero). Measured on 2,000-row subsamples (10-fold refits, one thread, CPU ms per fold:
-LIBSVM + Newton): w8a gamma = 0.125, lam = 6.25e-5: 64 -> 42 (Newton iterations 4-5 ->
-3-4); w8a gamma = 0.03125, lam = 1e-3: 49 -> 25; ijcnn1 gamma = 2, lam = 6.25e-5: 25 -> 20;
-a9a gamma = 0.03125, lam = 1e-3: 23 -> 15 (1-2 iterations); no point of the nine measured
-slower by more than rounding. The unsmoothed problem solved before (hinge, ``tol = 1e-3``)
-left 2-7 Newton iterations.
+zero). Measured on 2,000-row subsamples (10-fold refits, one thread, CPU ms per fold,
+LIBSVM + Newton, nine (gamma, lam) points of w8a, ijcnn1 and a9a near their CV optima):
+386 -> 322 in all (-17 %); w8a gamma = 0.125, lam = 6.25e-5: 64 -> 42 (Newton iterations
+4-5 -> 3-4); w8a gamma = 0.03125, lam = 1e-3: 49 -> 25; a9a gamma = 0.03125, lam = 1e-3:
+23 -> 15 (1-2 iterations); the other points within -25 ... +6 %. The unsmoothed problem
+solved before (hinge, ``tol = 1e-3``) left 2-7 Newton iterations.
 
 The start only changes the speed, never the answer: the Newton solver still iterates to
 its own optimality conditions. Its cost is LIBSVM's: O(n^2) kernel reads per pass over
