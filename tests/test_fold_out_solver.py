@@ -132,8 +132,12 @@ def test_default_rule_uses_the_shared_factorisation_at_ten_folds(monkeypatch):
 
 def test_flop_rule():
     assert bif.shared_factorisation_pays(500, [450] * 10)
-    assert not bif.shared_factorisation_pays(500, [400] * 5)
+    assert bif.shared_factorisation_pays(500, [400] * 5)  # 1.1 times the shared flops
+    assert not bif.shared_factorisation_pays(500, [375] * 4)  # 0.7 times
+    assert not bif.shared_factorisation_pays(500, [250] * 2)
     assert not bif.shared_factorisation_pays(50, [45] * 10)
+    # a fold of another retained size is factored directly on top of the shared solver
+    assert not bif.shared_factorisation_pays(500, [400] * 5, [4000, 4001, 4002, 4003, 4004])
 
 
 @pytest.mark.parametrize("intercept", [False, True])
