@@ -156,12 +156,14 @@ def test_screen_refuses_checkpoints_rff_and_unknown_strategies(binary, tmp_path)
         Screening("coarse", keep=0)
 
 
-def test_halving_subsample_is_a_third_stratified_by_fold_and_class():
+def test_halving_subsample_is_a_quarter_or_third_stratified_by_fold_and_class():
     rng = np.random.default_rng(3)
     y = np.where(rng.random(900) < 0.3, 1.0, -1.0)
     fold_ids = rng.permutation(np.arange(900) % 10)
-    rows = halving_subsample(y, fold_ids, 0, stratify=True)
+    rows = halving_subsample(y, fold_ids, 0, stratify=True, factor=3)
     assert abs(rows.size - 300) <= 20 and np.all(np.diff(rows) > 0)
+    quarter = halving_subsample(y, fold_ids, 0, stratify=True)  # the default n/4
+    assert abs(quarter.size - 225) <= 20
     # every fold of the subsample has the same size (the shared order-inf factorisation)
     assert len(set(np.bincount(fold_ids[rows]).tolist())) == 1
     for fold in range(10):
@@ -170,6 +172,9 @@ def test_halving_subsample_is_a_third_stratified_by_fold_and_class():
         share = np.mean(y[rows][in_fold] > 0)
         assert abs(share - np.mean(y[fold_ids == fold] > 0)) < 0.05
     assert halving_subsample(y[:300], fold_ids[:300] % 10, 0, stratify=True) is not None
+    # 300 to 399 rows: n/4 leaves fewer than 10 rows per fold, an n/3 subsample is taken
+    third = halving_subsample(y[:360], np.arange(360) % 10, 0, stratify=True)
+    assert abs(third.size - 120) <= 12
     # 200 to 299 rows: n/3 leaves fewer than 10 rows per fold, an n/2 subsample is taken
     even = np.arange(240) % 10
     half = halving_subsample(y[:240], even, 0, stratify=True)
@@ -292,8 +297,8 @@ def test_halving_start_gives_up_on_a_subsample_that_predicts_one_class_everywher
 
 
 @pytest.mark.parametrize("seed, smallest, note", [
-    (1, -3, "on subsamples of 200 rows every point predicted one class only"),
-    (0, 1, "on subsamples of 200 and 300 rows every point predicted one class only; walked "
+    (1, -3, "on subsamples of 150 rows every point predicted one class only"),
+    (0, 1, "on subsamples of 150 and 300 rows every point predicted one class only; walked "
            "coarse to fine on all rows instead")])
 def test_halving_retries_a_larger_subsample_then_all_rows_when_one_class_wins(seed, smallest,
                                                                               note):

@@ -163,7 +163,7 @@ def add_arguments(parser):
                        help="evaluate the whole grid (off) or walk it coarse to fine: "
                             "every third gamma at 3 lam values, then the neighbourhoods of the 3 "
                             "best points until they are local minima (coarse); halving "
-                            "starts that walk from the grid walked on an n/3 subsample; "
+                            "starts that walk from the grid walked on an n/4 subsample; "
                             "auto = halving from 200 samples, else coarse, and off with "
                             "--method rff or --checkpoint (default)")
     safe = parser.add_argument_group("safeguards")

@@ -47,12 +47,12 @@ FINALS = ("auto", "kernel", "linear")
 RFF_EXACT_CURVE_LIMIT = 2000
 
 
-# From this many training rows ``screen="auto"`` walks the grid on an n/3 subsample first
-# ("halving"; n/2 below 300 rows with 10 folds). Measured against "coarse"
-# (docs/results.md): the same test error on australian, diabetes, fourclass, german.numer,
-# a1a and the 2,000-row a9a, w8a and ijcnn1 subsamples (breast-cancer svm: one more test
-# error, 0.038 = GridSearchCV's), 1.5-3.2x faster; vowel (264 rows, n/2) the same choice,
-# 1.8x faster.
+# From this many training rows ``screen="auto"`` walks the grid on an n/4 subsample first
+# ("halving"; n/3 below 400 and n/2 below 300 rows with 10 folds; it was n/3 when this
+# was measured). Measured against "coarse" (docs/results.md): the same test error on
+# australian, diabetes, fourclass, german.numer, a1a and the 2,000-row a9a, w8a and
+# ijcnn1 subsamples (breast-cancer svm: one more test error, 0.038 = GridSearchCV's),
+# 1.5-3.2x faster; vowel (264 rows, n/2) the same choice, 1.8x faster.
 HALVING_AUTO_FROM = 200
 
 

@@ -368,7 +368,7 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     screen : {"off", "coarse", "halving"}: evaluate every candidate, or walk coarse to
         fine (every third setting at 3 lam values first, then the neighbourhoods of the 3 best
         points until they are local minima), or start that walk from the 3 best points of
-        the whole grid ranked on an n/3 subsample (:mod:`kernelcv.selection.screening`).
+        the whole grid ranked on an n/4 subsample (:mod:`kernelcv.selection.screening`).
         Not with ``checkpoint`` or ``method="rff"``.
 
     Returns
