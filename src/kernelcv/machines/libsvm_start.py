@@ -115,6 +115,7 @@ def libsvm_start(K, y, lam, loss, fit_intercept, tol=None):
     """
     if not supports_libsvm_start(loss):
         return None
+    from sklearn import config_context
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import SVC, SVR
 
@@ -138,7 +139,10 @@ def libsvm_start(K, y, lam, loss, fit_intercept, tol=None):
     on_diagonal = np.arange(n)
     try:
         K_fit[on_diagonal, on_diagonal] = diagonal + ridge
-        with warnings.catch_warnings():
+        # K and y are finite (the Gram matrices are checked where they are built), so
+        # scikit-learn's pass over the n x n matrix is skipped: 3.5 of ~39 ms per fit at
+        # 1,800 rows.
+        with warnings.catch_warnings(), config_context(assume_finite=True):
             # A start that hit max_iter is still a start; the Newton solver finishes it.
             warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit(K_fit, y)
