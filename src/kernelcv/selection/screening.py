@@ -60,9 +60,11 @@ STRATEGIES = ("off", "coarse", "halving")
 HALVING_MIN_ROWS_PER_FOLD = 10
 # The subsample is n / HALVING_FACTOR rows. 4 instead of 3 (session 16): the same choices
 # on all 45 (set, split) pairs of the 2,000-row a9a, w8a, ijcnn1 subsamples and the
-# halving-screened small sets (5 splits each), median CPU per search a9a 2.77 -> 2.07 s,
-# w8a 4.62 -> 3.67 s, ijcnn1 2.78 -> 2.39 s, a1a 0.71 -> 0.62 s (the subsample walk costs
-# ~40 % less; the all-rows walk sometimes needs a round more). 5 was slower on w8a: its
+# halving-screened small sets (5 splits each), median CPU per search (idle, best of 2)
+# a9a 2.81 -> 2.20 s, w8a 4.99 -> 3.58 s, ijcnn1 2.70 -> 2.47 s, a1a 0.71 -> 0.62 s (the
+# subsample walk costs ~40 % less; the all-rows walk sometimes needs a round more: ijcnn1
+# split 0 2.91 -> 4.04 s, and at 5,000 rows ijcnn1 and a9a +11-12 %, w8a -36 %, see
+# docs/results.md "Session 16"). 5 was slower on w8a: its
 # 400-row subsample holds ~12 positives and predicts one class, so the n/2 retry ran.
 HALVING_FACTOR = 4
 # The smallest subsample factor tried when n/HALVING_FACTOR rows are too few.
