@@ -372,11 +372,12 @@ class FeatureSpace(CVMethod):
         return f"{folds}-fold CV {metric} ({self.feature_map}, D = {self.n_features})"
 
     def evaluate_setting(self, data, y, fold_ids, setting, lams, *, machine,
-                         random_state=None, memory_budget=None):
+                         random_state=None, memory_budget=None, warm_starts=None):
         """All lam of one gamma in feature space (see :mod:`kernelcv.criteria.random_features`).
 
         Records are shaped like the kernel methods' (``order_used`` None, never
-        degenerate) plus ``C = 1 / (2 n lam)`` and ``features`` (D).
+        degenerate) plus ``C = 1 / (2 n lam)`` and ``features`` (D). ``warm_starts`` is
+        not used (the feature-space path warm-starts along lam itself).
         """
         tic = time.perf_counter()
         n = y.shape[0]

@@ -16,8 +16,9 @@ knows
 
 The kernel methods (:class:`ExactRefit`, :class:`ClosedForm`, :class:`BIF`,
 :class:`GACV`) build one Gram matrix per kernel setting and take the lam values in
-decreasing order, so each full fit warm-starts from the previous one (closed form shares
-one eigendecomposition instead). The random-feature method lives in
+decreasing order, so each full fit warm-starts from the previous one, or from the
+search's stored fit at the nearest lam (:mod:`kernelcv.selection.warm_starts`; closed form
+shares one eigendecomposition instead). The random-feature method lives in
 :mod:`kernelcv.selection.feature_space`.
 """
 
@@ -49,6 +50,7 @@ from ..validation import make_folds
 from .granularity import RULES, adaptive_tolerance, bound_rule, check_tolerance
 from .grids import default_gammas, default_lams
 from .records import cv_record, fold_losses, gram_for_setting, loss_delta, parse_order
+from .warm_starts import WarmStarts
 
 __all__ = ["BIF", "GACV", "CVMethod", "ClosedForm", "ExactRefit", "GranularityRule",
            "cv_record", "gram_for_setting", "loss_delta", "parse_order"]
@@ -152,8 +154,13 @@ class CVMethod:
         return X if parallel else GramFactory(X, memory_budget=memory_budget)
 
     def evaluate_setting(self, data, y, fold_ids, setting: dict, lams, *, machine: Machine,
-                         random_state=None, memory_budget=None) -> list[dict]:
+                         random_state=None, memory_budget=None,
+                         warm_starts: WarmStarts | None = None) -> list[dict]:
         """Evaluate every lam of one kernel setting; one JSON-able record per lam.
+
+        The lam values are taken from the largest down; each full fit starts from the
+        previous one, or with ``warm_starts`` (a :class:`WarmStarts` of this search) from
+        the stored fit of this setting at the nearest lam, earlier tasks' included.
 
         Records have ``lam``, ``score`` (the criterion's value), ``cv_error`` (pooled
         held-out error; None for GACV), ``fold_errors``, ``fold_sizes``, ``n_folds``,
@@ -174,10 +181,15 @@ class CVMethod:
             setup = (time.perf_counter() - tic) / len(lams)
             records: list[dict | None] = [None] * len(lams)
             previous = None
+            n = y.shape[0]
             for position in np.argsort(lams)[::-1]:
+                lam = float(lams[position])
+                if warm_starts is not None:
+                    previous = warm_starts.nearest(setting, n, lam) or previous
                 record, previous = self._lam_record(
-                    K, y, fold_ids, float(lams[position]), machine, state, previous,
-                    random_state)
+                    K, y, fold_ids, lam, machine, state, previous, random_state)
+                if warm_starts is not None:
+                    warm_starts.add(setting, n, lam, previous)
                 record["seconds"] += setup
                 records[position] = record
         return records
@@ -212,17 +224,26 @@ class CVMethod:
         return fold_ids
 
     def exact_candidate(self, data, y, fold_ids, setting: dict, lam: float, n_folds: int, *,
-                        machine: Machine, random_state=None, memory_budget=None) -> dict:
-        """Exact refit CV of one candidate (the safeguards' confirmation); t fits."""
+                        machine: Machine, random_state=None, memory_budget=None,
+                        warm_starts: WarmStarts | None = None) -> dict:
+        """Exact refit CV of one candidate (the safeguards' confirmation); t fits.
+
+        A full-data fit, where the refits need one (multiclass; binary below LIBSVM's
+        start size), starts from ``warm_starts``' nearest stored fit: the search's own
+        fit at this lam, one Newton iteration.
+        """
         with blas_threads_for(y.shape[0]):
             tic = time.perf_counter()
             K = gram_for_setting(data, setting, memory_budget)
             folds = self.candidate_folds(y, fold_ids, n_folds, machine, random_state)
+            warm = (None if warm_starts is None
+                    else warm_starts.nearest(setting, y.shape[0], float(lam)))
             if machine.is_multiclass:
                 ev = MulticlassCV(K, y, folds, machine).evaluate(float(lam), machine,
-                                                                  "exact")
+                                                                  "exact", warm=warm)
             else:
-                ev = evaluate_lam(K, y, folds, float(lam), machine, "exact", full_fit=False)
+                ev = evaluate_lam(K, y, folds, float(lam), machine, "exact", full_fit=False,
+                                  warm=warm)
         result = {"cv_error": ev.cv_error,
                   "fold_errors": fold_losses(ev, y, folds, self.scoring),
                   "fold_sizes": [int(c) for c in np.bincount(folds)],

@@ -54,6 +54,7 @@ import numpy as np
 from ..exceptions import KernelCVError
 from .backends import run_tasks
 from .tasks import evaluate_task
+from .warm_starts import WarmStarts
 
 STRATEGIES = ("off", "coarse", "halving")
 # "halving" needs this many subsample rows per fold; below it "coarse" is used.
@@ -382,7 +383,8 @@ def _screened_grid(settings, setting_lams, shared, execution, screening, subsamp
                 break
             context = {**shared, "y": y[rows], "fold_ids": fold_ids[rows],
                        "data": method.prepare(X[rows], shared["memory_budget"],
-                                              execution.parallel)}
+                                              execution.parallel),
+                       "warm_starts": WarmStarts()}
             start = halving_start(setting_lams,
                                   runner(context, "subsample", y.shape[0] / rows.size),
                                   keep=screening.keep, shape=FULL_WALK_SHAPE)

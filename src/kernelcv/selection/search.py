@@ -44,6 +44,7 @@ from .safeguards import (
     run_safeguards,
 )
 from .screening import Screening, evaluate_grid
+from .warm_starts import WarmStarts
 
 # Option names that select results of nothing: they may differ when a checkpoint resumes.
 _NOT_FINGERPRINTED = ("memory_budget", "memory_estimate", "refine", "refine_evals")
@@ -204,7 +205,8 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
 
     data = method.prepare(X, budget, execution.parallel)
     shared = {"data": data, "y": y, "fold_ids": fold_ids, "method": method,
-              "machine": machine, "random_state": random_state, "memory_budget": budget}
+              "machine": machine, "random_state": random_state, "memory_budget": budget,
+              "warm_starts": WarmStarts()}
 
     search_tic = time.perf_counter()
     walked = method.search_grid(X, y, fold_ids, settings, setting_lams, shared, execution)
