@@ -7,6 +7,8 @@ refit on every training part of the same folds.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -218,3 +220,33 @@ def test_bad_multiclass_input_gets_clear_errors():
         kc.cross_validate(X, codes, "svm", gamma=0.5, lam=0.01, multiclass="all")
     with pytest.raises(ValueError):
         LSSVMClassifier(multiclass="one").fit(X, codes)
+
+
+def test_problem_layout_is_shared_read_only_and_matches_the_definitions():
+    """The kernel-free part of a scheme (rows, targets, local folds, other classes' rows)
+    is computed once per (codes, folds) and reused; each MulticlassCV builds a pair's
+    Gram block only when the one-problem path asks for it."""
+    from kernelcv.criteria.multiclass import problem_layout
+
+    X, codes = blobs(4, 60, 4)
+    folds = make_folds(codes.astype(float), 5, True, 0)
+    first = problem_layout(codes, folds, 4, "ovo")
+    assert problem_layout(codes.copy(), folds.copy(), 4, "ovo") is first
+    assert problem_layout(codes, (folds + 1) % 5, 4, "ovo") is not first
+    for entry, problem in zip(first, binary_problems(codes, 4, "ovo"), strict=True):
+        rows = entry.rows
+        assert np.array_equal(rows, problem.rows)
+        assert np.array_equal(entry.y, problem.targets(codes))
+        # local fold ids keep the order of the global ones they renumber
+        assert np.array_equal(np.argsort(entry.folds, kind="stable"),
+                              np.argsort(folds[rows], kind="stable"))
+        others, other_folds = entry.extra
+        assert np.array_equal(np.sort(np.r_[rows, others]), np.arange(codes.size))
+        for array in (rows, entry.y, entry.folds, others, other_folds):
+            assert not array.flags.writeable
+    K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    spec = replace(make_machine("svm", multiclass="ovo"), n_classes=4)
+    cv = MulticlassCV(K, codes, folds, spec)
+    assert all("K" not in part for part in cv._parts)
+    part = cv._parts[2]
+    assert np.array_equal(cv._pair_block(part), K[np.ix_(part["rows"], part["rows"])])
