@@ -44,7 +44,8 @@ splits, ratios of the medians, mean test errors, limit, per-stage medians) and t
 table; ``--json PATH`` writes all raw numbers.
 
 Run: ``make bench-select`` (hours) or ``.venv/bin/python benchmarks/bench_select.py
-[--quick] [--datasets heart_scale a9a-2000 ...] [--splits 5] [--large] [--skip-peers]
+[--quick] [--datasets heart_scale a9a-2000 ...] [--splits 5] [--large] [--skip-peers |
+--peers halving]
 [--machines svm] [--extra-args "--confirm 1"] [--json results.json]``.
 """
 
@@ -231,6 +232,12 @@ def children_cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
+# The scikit-learn searches the benchmark can run: kind -> (ratio label, column label,
+# name).
+PEERS = {"grid": ("GS", "GridSearchCV", "GridSearchCV(SVC)"),
+         "halving": ("Halving", "Halving", "HalvingGridSearchCV(SVC)")}
+
+
 def run_sklearn(kind, X, y, X_test, y_test, folds, gammas, lams):
     n = y.shape[0]
     grid = {"gamma": list(gammas), "C": [1.0 / (2 * n * lam) for lam in lams]}
@@ -281,14 +288,13 @@ def run_split(name, seed, data, args, extra, directory):
           f"{len(gammas)} gamma x {len(lams)} lam, {t} folds", flush=True)
     row = {"set": name, "split": seed, "n": n, "d": d, "n_test": int(X_test.shape[0]),
            "grid": [len(gammas), len(lams)], "folds": t, "machines": {}}
-    if not args.skip_peers:
-        for kind, label in (("grid", "GridSearchCV(SVC)"),
-                            ("halving", "HalvingGridSearchCV(SVC)")):
-            result = run_sklearn(kind, X, y, X_test, y_test, folds, gammas, lams)
-            row[kind] = result
-            print(f"  {label:26s} {result['seconds']:8.2f} s (cpu {result['cpu_seconds']:.2f})"
-                  f"  test error "
-                  f"{result['test_error']:.4f}  best {result['best']}", flush=True)
+    for kind in args.peers:
+        label = PEERS[kind][2]
+        result = run_sklearn(kind, X, y, X_test, y_test, folds, gammas, lams)
+        row[kind] = result
+        print(f"  {label:26s} {result['seconds']:8.2f} s (cpu {result['cpu_seconds']:.2f})"
+              f"  test error "
+              f"{result['test_error']:.4f}  best {result['best']}", flush=True)
     for machine in args.machines:
         result = run_kernelcv(machine, files, gammas, lams, extra)
         result["limit_seconds"] = limit_seconds(machine, X, y, gammas, lams)
@@ -296,10 +302,8 @@ def run_split(name, seed, data, args, extra, directory):
         stages = ", ".join(f"{k[:-8]} {v:.2f}" for k, v in result["stages"].items())
         error = result["test_error"]
         error_text = "failed" if error is None else f"{error:.4f}"
-        ratios = ""
-        if not args.skip_peers:
-            ratios = (f"  GridSearchCV/kernelcv {row['grid']['seconds'] / result['seconds']:.1f}x"
-                      f"  Halving/kernelcv {row['halving']['seconds'] / result['seconds']:.1f}x")
+        ratios = "".join(f"  {PEERS[kind][1]}/kernelcv "
+                         f"{row[kind]['seconds'] / result['seconds']:.1f}x" for kind in args.peers)
         print(f"  kernelcv select {machine:9s} {result['seconds']:8.2f} s "
               f"(cpu {result['cpu_seconds']:.2f})  test error "
               f"{error_text}  limit {result['limit_seconds']:.2f} s "
@@ -327,35 +331,28 @@ def _ratio(a, b):
 
 
 def summary_table(rows, machines, peers):
+    """One row per set; ``peers`` the scikit-learn searches run (keys of :data:`PEERS`)."""
     names = list(dict.fromkeys(row["set"] for row in rows))
-    header = ["set", "n", "d", "splits"]
-    if peers:
-        header += ["GridSearchCV s", "Halving s"]
+    short = [PEERS[kind][0] for kind in peers]
+    header = ["set", "n", "d", "splits"] + [f"{PEERS[kind][1]} s" for kind in peers]
     for m in machines:
-        header += [f"{m} s"]
-        if peers:
-            header += [f"GS/{m}", f"Halving/{m}"]
+        header += [f"{m} s"] + [f"{label}/{m}" for label in short]
         header += [f"{m} limit s", f"{m}/limit"]
-    header += (["err GS", "err Halving"] if peers else []) + [f"err {m}" for m in machines]
+    header += [f"err {label}" for label in short] + [f"err {m}" for m in machines]
     header += [f"{m} stages s" for m in machines]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name in names:
         group = [row for row in rows if row["set"] == name]
         cells = [name, str(group[0]["n"]), str(group[0]["d"]), str(len(group))]
-        gs = _median([r["grid"]["seconds"] for r in group]) if peers else None
-        hv = _median([r["halving"]["seconds"] for r in group]) if peers else None
-        if peers:
-            cells += [_fmt(gs), _fmt(hv)]
+        peer_seconds = [_median([r[kind]["seconds"] for r in group]) for kind in peers]
+        cells += [_fmt(seconds) for seconds in peer_seconds]
         for m in machines:
             kc = _median([r["machines"][m]["seconds"] for r in group])
             limit = _median([r["machines"][m]["limit_seconds"] for r in group])
             cells.append(_fmt(kc))
-            if peers:
-                cells += [_fmt(_ratio(gs, kc), ".1f", "×"), _fmt(_ratio(hv, kc), ".1f", "×")]
+            cells += [_fmt(_ratio(seconds, kc), ".1f", "×") for seconds in peer_seconds]
             cells += [_fmt(limit), _fmt(_ratio(kc, limit), ".1f", "×")]
-        if peers:
-            cells += [_fmt(_mean([r["grid"]["test_error"] for r in group]), ".3f"),
-                      _fmt(_mean([r["halving"]["test_error"] for r in group]), ".3f")]
+        cells += [_fmt(_mean([r[kind]["test_error"] for r in group]), ".3f") for kind in peers]
         cells += [_fmt(_mean([r["machines"][m]["test_error"] for r in group]), ".3f")
                   for m in machines]
         for m in machines:
@@ -367,23 +364,22 @@ def summary_table(rows, machines, peers):
     return "\n".join(lines)
 
 
-def cpu_table(rows, machines):
+def cpu_table(rows, machines, peers):
     """CPU seconds (user + system) and their ratios: on a machine shared with other jobs
     wall time grows with the load, CPU time of these single-threaded runs much less."""
     names = list(dict.fromkeys(row["set"] for row in rows))
-    header = ["set", "GridSearchCV cpu s", "Halving cpu s"]
+    short = [PEERS[kind][0] for kind in peers]
+    header = ["set"] + [f"{PEERS[kind][1]} cpu s" for kind in peers]
     for m in machines:
-        header += [f"{m} cpu s", f"GS/{m} cpu", f"Halving/{m} cpu"]
+        header += [f"{m} cpu s"] + [f"{label}/{m} cpu" for label in short]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name in names:
         group = [row for row in rows if row["set"] == name]
-        gs = _median([r["grid"].get("cpu_seconds") for r in group])
-        hv = _median([r["halving"].get("cpu_seconds") for r in group])
-        cells = [name, _fmt(gs), _fmt(hv)]
+        peer_cpu = [_median([r[kind].get("cpu_seconds") for r in group]) for kind in peers]
+        cells = [name] + [_fmt(cpu) for cpu in peer_cpu]
         for m in machines:
             kc = _median([r["machines"][m].get("cpu_seconds") for r in group])
-            cells += [_fmt(kc), _fmt(_ratio(gs, kc), ".1f", "×"),
-                      _fmt(_ratio(hv, kc), ".1f", "×")]
+            cells += [_fmt(kc)] + [_fmt(_ratio(cpu, kc), ".1f", "×") for cpu in peer_cpu]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -400,17 +396,19 @@ def groups_of(rows):
     return groups
 
 
-def ttest_table(rows, machines):
-    """Paired t-test per (set group, machine): kernelcv's test error > GridSearchCV's?"""
+def ttest_table(rows, machines, reference="grid"):
+    """Paired t-test per (set group, machine): kernelcv's test error > the ``reference``
+    search's (GridSearchCV's, or Halving's when GridSearchCV was not run)?"""
     # The difference beside p: a constant difference of a test point or two makes the t
     # statistic explode (p ~ 1e-28 for 0.04 pp on three subsamples).
-    lines = ["| set group | machine | pairs | mean err GS | mean err kernelcv | "
+    label = PEERS[reference][0]
+    lines = [f"| set group | machine | pairs | mean err {label} | mean err kernelcv | "
              "difference (pp) | p (kernelcv worse) | significantly worse at 5 % |",
              "|---|---|---|---|---|---|---|---|"]
     tests = []
     for label, members in groups_of(rows):
         for m in machines:
-            pairs = [(r["machines"][m]["test_error"], r["grid"]["test_error"])
+            pairs = [(r["machines"][m]["test_error"], r[reference]["test_error"])
                      for r in members if r["machines"][m]["test_error"] is not None]
             kc = np.array([p[0] for p in pairs])
             gs = np.array([p[1] for p in pairs])
@@ -446,6 +444,9 @@ def main():
                         help="also the 5,000-row subsamples (11 x 8 grid, 5 folds)")
     parser.add_argument("--quick", action="store_true",
                         help="heart_scale and ionosphere_scale, 11 gamma x 8 lam, 1 split")
+    parser.add_argument("--peers", nargs="+", default=list(PEERS), choices=list(PEERS),
+                        help="the scikit-learn searches to run beside kernelcv (default: "
+                             "both; GridSearchCV takes 3-8 min per 2,000-row split)")
     parser.add_argument("--skip-peers", action="store_true",
                         help="kernelcv only (no GridSearchCV / HalvingGridSearchCV)")
     parser.add_argument("--extra-args", default="",
@@ -454,6 +455,8 @@ def main():
                         help=f"the shared datasets directory (default {DATASETS})")
     parser.add_argument("--json", metavar="PATH", type=Path, help="write all raw numbers here")
     args = parser.parse_args()
+    if args.skip_peers:
+        args.peers = []
 
     if not (args.data_dir / "libsvm").is_dir():
         print(f"{args.data_dir / 'libsvm'} not found: no shared data sets, benchmark skipped")
@@ -485,15 +488,17 @@ def main():
     if not rows:
         print("nothing measured")
         return 0
-    peers = not args.skip_peers
+    peers = args.peers
     print("\nMedian seconds over splits (ratios of the medians), mean test errors (0-1):\n")
     print(summary_table(rows, args.machines, peers))
     tests = []
     if peers:
         print("\nCPU seconds (user + system; less sensitive than wall time to other jobs):\n")
-        print(cpu_table(rows, args.machines))
-        table, tests = ttest_table(rows, args.machines)
-        print("\nPaired t-test over splits, H1: kernelcv's test error > GridSearchCV's:\n")
+        print(cpu_table(rows, args.machines, peers))
+        reference = "grid" if "grid" in peers else "halving"
+        table, tests = ttest_table(rows, args.machines, reference)
+        print(f"\nPaired t-test over splits, H1: kernelcv's test error > "
+              f"{PEERS[reference][2]}'s:\n")
         print(table)
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "ttests": tests,
