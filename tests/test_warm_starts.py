@@ -189,3 +189,43 @@ def test_exact_confirmation_from_the_store_equals_a_cold_one(multiclass):
     assert ours["cv_error"] == cold["cv_error"]
     assert ours["fold_errors"] == cold["fold_errors"]
     assert ours.get("heldout_codes") == cold.get("heldout_codes")
+
+
+def test_threads_share_the_store_safely():
+    """The threading backend's workers add and look up at once."""
+    import threading
+
+    store = WarmStarts()
+    errors = []
+
+    def work(offset):
+        try:
+            for i in range(300):
+                lam = 2.0 ** -((i + offset) % 40)
+                store.add(SETTING, 5, lam, fit_of(np.full(5, lam)))
+                found = store.nearest(SETTING, 5, lam)
+                assert found is not None and found.alpha.shape == (5,)
+        except Exception as exc:  # noqa: BLE001 - reported by the assert below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(store) == 40
+
+
+def test_a_threaded_search_equals_a_sequential_one():
+    from kernelcv.selection.options import Execution, SearchSpace
+    from kernelcv.selection.search import run_search
+
+    X, y, folds = binary_problem(11, 80)
+    spec = make_machine("svm")
+    space = SearchSpace.grid("rbf", [0.25, 1.0, 4.0], lams=[0.5 / 80, 2.0 / 80, 8.0 / 80])
+    one = run_search(X, y, spec, BIF(), space, folds=folds)
+    two = run_search(X, y, spec, BIF(), space, folds=folds,
+                     execution=Execution(n_jobs=2, backend="threading"))
+    assert [c["cv_error"] for c in one.candidates] == [c["cv_error"] for c in two.candidates]
+    assert one.best["gamma"] == two.best["gamma"] and one.best["lam"] == two.best["lam"]

@@ -17,7 +17,8 @@ Machines that start from LIBSVM's solution at their size (binary from 1,000 rows
 change that rule.
 
 The store lives in one process: pickled, it arrives empty, so each joblib or Dask worker
-keeps its own (a task there starts from what that worker has fitted). Entries are keyed by
+keeps its own (a task there starts from what that worker has fitted); the threads of the
+``"threading"`` backend share it under a lock. Entries are keyed by
 the setting and the number of training rows, so a subsample's fits never start an
 all-rows fit (screening gives each subsample its own store anyway). Memory: the
 coefficients only (``n`` floats per binary fit, the pairs' rows for a multiclass one),
@@ -27,6 +28,7 @@ at most :data:`WARM_MAX_FLOATS` in all; beyond it new fits are not kept.
 from __future__ import annotations
 
 import math
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -77,6 +79,7 @@ class WarmStarts:
         self.max_floats = int(max_floats)
         self._fits: dict = {}
         self._floats = 0
+        self._lock = threading.Lock()
 
     def __getstate__(self):
         return {"max_floats": self.max_floats}  # a worker starts with an empty store
@@ -85,27 +88,30 @@ class WarmStarts:
         self.__init__(state["max_floats"])
 
     def __len__(self):
-        return sum(len(fits) for fits in self._fits.values())
+        with self._lock:
+            return sum(len(fits) for fits in self._fits.values())
 
     def nearest(self, setting: dict, n_samples: int, lam: float):
         """The stored start of ``setting`` at the lam nearest ``lam``, or None."""
-        fits = self._fits.get(_setting_key(setting, n_samples))
-        if not fits:
-            return None
         target = math.log(lam)
-        # distances rounded so that a geometric grid's equal steps tie despite rounding
-        best = min(fits, key=lambda stored: (round(abs(math.log(stored) - target), 9),
-                                             -stored))
-        return fits[best]
+        with self._lock:
+            fits = self._fits.get(_setting_key(setting, n_samples))
+            if not fits:
+                return None
+            # distances rounded so that a geometric grid's equal steps tie despite rounding
+            best = min(fits, key=lambda stored: (round(abs(math.log(stored) - target), 9),
+                                                 -stored))
+            return fits[best]
 
     def add(self, setting: dict, n_samples: int, lam: float, fit) -> None:
         """Keep ``fit`` (a fit result or a list of them) as the start of ``(setting, lam)``."""
         start = _slim(fit)
         if start is None:
             return
-        fits = self._fits.setdefault(_setting_key(setting, n_samples), {})
-        growth = _size(start) - _size(fits.get(float(lam)))
-        if self._floats + growth > self.max_floats:
-            return
-        self._floats += growth
-        fits[float(lam)] = start
+        with self._lock:
+            fits = self._fits.setdefault(_setting_key(setting, n_samples), {})
+            growth = _size(start) - _size(fits.get(float(lam)))
+            if self._floats + growth > self.max_floats:
+                return
+            self._floats += growth
+            fits[float(lam)] = start
