@@ -37,6 +37,19 @@ RULES = ("adaptive", "bound")
 
 
 @dataclass(frozen=True)
+class GranularityRule:
+    """Granularity selection: t and the BIF order per lam from a tolerated error.
+
+    ``epsilon``: the tolerated gap between approximate and exact CV (> delta / 2);
+    ``rule``: ``"adaptive"`` (stop the series once its observed tail is below the
+    tolerance) or ``"bound"`` (the paper's order from eq. 6); both are reported.
+    """
+
+    epsilon: float
+    rule: str = "adaptive"
+
+
+@dataclass(frozen=True)
 class Granularity:
     """The (t, r) choice of eq. 6 for one lam, and the bound it guarantees."""
 

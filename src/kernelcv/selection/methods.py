@@ -47,7 +47,13 @@ from ..kernels import GramFactory
 from ..machines import Machine
 from ..memory import check_dense_budget
 from ..validation import make_folds
-from .granularity import RULES, adaptive_tolerance, bound_rule, check_tolerance
+from .granularity import (
+    RULES,
+    GranularityRule,
+    adaptive_tolerance,
+    bound_rule,
+    check_tolerance,
+)
 from .grids import default_gammas, default_lams
 from .records import cv_record, fold_losses, gram_for_setting, loss_delta, parse_order
 from .warm_starts import WarmStarts
@@ -158,9 +164,8 @@ class CVMethod:
                          warm_starts: WarmStarts | None = None) -> list[dict]:
         """Evaluate every lam of one kernel setting; one JSON-able record per lam.
 
-        The lam values are taken from the largest down; each full fit starts from the
-        previous one, or with ``warm_starts`` (a :class:`WarmStarts` of this search) from
-        the stored fit of this setting at the nearest lam, earlier tasks' included.
+        Lam from the largest down, each fit started from the previous one or, with
+        ``warm_starts``, from the search's stored fit at the nearest lam.
 
         Records have ``lam``, ``score`` (the criterion's value), ``cv_error`` (pooled
         held-out error; None for GACV), ``fold_errors``, ``fold_sizes``, ``n_folds``,
@@ -226,12 +231,8 @@ class CVMethod:
     def exact_candidate(self, data, y, fold_ids, setting: dict, lam: float, n_folds: int, *,
                         machine: Machine, random_state=None, memory_budget=None,
                         warm_starts: WarmStarts | None = None) -> dict:
-        """Exact refit CV of one candidate (the safeguards' confirmation); t fits.
-
-        A full-data fit, where the refits need one (multiclass; binary below LIBSVM's
-        start size), starts from ``warm_starts``' nearest stored fit: the search's own
-        fit at this lam, one Newton iteration.
-        """
+        """Exact refit CV of one candidate (the safeguards' confirmation); t fits. A full
+        fit the refits need starts from ``warm_starts``' fit at this lam."""
         with blas_threads_for(y.shape[0]):
             tic = time.perf_counter()
             K = gram_for_setting(data, setting, memory_budget)
@@ -300,19 +301,6 @@ class ClosedForm(CVMethod):
 
     def _evaluate_options(self, state):
         return {"closed": state}
-
-
-@dataclass(frozen=True)
-class GranularityRule:
-    """Granularity selection: t and the BIF order per lam from a tolerated error.
-
-    ``epsilon``: the tolerated gap between approximate and exact CV (> delta / 2);
-    ``rule``: ``"adaptive"`` (stop the series once its observed tail is below the
-    tolerance) or ``"bound"`` (the paper's order from eq. 6); both are reported.
-    """
-
-    epsilon: float
-    rule: str = "adaptive"
 
 
 @dataclass(frozen=True)
