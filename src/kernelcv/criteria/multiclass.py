@@ -216,8 +216,7 @@ class MulticlassCV:
             if stacked_fits is not None and stacked_fits[p] is not None:
                 start = stacked_fits[p]  # the stack's converged fit: one Newton iteration
             ev = evaluate_lam(self._pair_block(part), part["y"], part["folds"], lam, machine,
-                              method,
-                              closed=part.get("closed"), warm=start, extra=extra,
+                              method, closed=part.get("closed"), warm=start, extra=extra,
                               **options)
             if part["rows"] is None:
                 decisions[:, p] = ev.predictions

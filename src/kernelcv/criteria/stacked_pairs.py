@@ -103,8 +103,8 @@ class StackedPairs:
         for p, y in enumerate(targets):
             self.y[p, :y.size] = y
         # (P, n, m): every point against each pair's rows (zero columns on padding), as
-        # the transposed view of the pairs' rows of K (K is symmetric; a row gather is
-        # three times cheaper than a column gather)
+        # the transposed view of the pairs' rows of K (K is symmetric up to rounding; a
+        # row gather is three times cheaper than a column gather)
         pair_rows = K[index]  # (P, m, n)
         pair_rows[~self.valid] = 0.0
         self.K_cross = pair_rows.transpose(0, 2, 1)
