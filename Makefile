@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo bench bench-select bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
+.PHONY: test test-slow demo bench bench-select bench-floor bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ bench: $(STAMP)
 # kernelcv select (CLI) vs GridSearchCV / HalvingGridSearchCV (SVC); hours.
 bench-select: $(STAMP)
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) benchmarks/bench_select.py
+
+# What any select command must spend (start-up, loading, final model, one exact CV)
+# beside Halving / 5 on the 5,000-row subsamples; minutes.
+bench-floor: $(STAMP)
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) benchmarks/bench_floor.py
 
 # Multiclass kernelcv select (ovo, ovr) vs GridSearchCV / HalvingGridSearchCV (SVC).
 bench-multiclass: $(STAMP)
