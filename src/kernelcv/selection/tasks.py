@@ -23,10 +23,9 @@ def evaluate_task(method: CVMethod, machine: Machine, data, y, fold_ids, random_
     ``warm_starts``: the search's :class:`~kernelcv.selection.warm_starts.WarmStarts`
     (the kernel methods start each fit from its nearest stored fit), or None.
     """
-    options = {} if warm_starts is None else {"warm_starts": warm_starts}
     return method.evaluate_setting(data, y, fold_ids, setting, lams, machine=machine,
                                    random_state=random_state, memory_budget=memory_budget,
-                                   **options)
+                                   warm_starts=warm_starts)
 
 
 def exact_task(method: CVMethod, machine: Machine, data, y, fold_ids, random_state,
@@ -34,7 +33,6 @@ def exact_task(method: CVMethod, machine: Machine, data, y, fold_ids, random_sta
                warm_starts=None) -> dict:
     """Exact refit CV of one candidate on the folds its score was computed on (its full
     fit, where one is made, starts from ``warm_starts``' nearest stored fit)."""
-    options = {} if warm_starts is None else {"warm_starts": warm_starts}
     return method.exact_candidate(data, y, fold_ids, setting, lam, n_folds, machine=machine,
                                   random_state=random_state, memory_budget=memory_budget,
-                                  **options)
+                                  warm_starts=warm_starts)
