@@ -199,3 +199,29 @@ def test_an_ill_conditioned_pair_is_flagged_as_the_one_problem_path_flags_it():
         return [note.split(":")[0] for note in notes if "ill-conditioned" in note]
 
     assert machines(ours.notes) == machines(one.notes) != []
+
+
+@pytest.mark.parametrize("gamma, lam", [(0.5, 1e-6), (0.5, 1e-10), (30.0, 1e-6)])
+def test_a_pair_whose_folds_skip_a_number_is_rounding_checked_without_a_warning(gamma, lam):
+    # pair (1, 2) holds rows in folds 0 and 2 only: its full rounding check (forced here by
+    # a tiny lam or a narrow kernel) once divided by fold 1's empty count; warnings are
+    # errors under pytest. Its flag must be the one-problem path's (renumbered folds).
+    rng = np.random.default_rng(2)
+    codes = np.r_[np.zeros(28, int), np.ones(6, int), np.full(6, 2)]
+    X = rng.normal(size=(40, 2)) + 2.0 * codes[:, None]
+    folds = np.r_[np.arange(28) % 4, [0, 0, 2, 2, 0, 2], [0, 2, 0, 2, 0, 2]]
+    K = np.exp(-gamma * ((X[:, None] - X[None]) ** 2).sum(-1))
+    spec = spec_for("svm", True, 3)
+    checked = []
+    original = stacked_pairs.StackedPairs._rounding_check
+
+    def spy(self, p, *args):
+        checked.append(int(p))
+        return original(self, p, *args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stacked_pairs.StackedPairs, "_rounding_check", spy)
+        ours = evaluate(K, codes, folds, spec, lam, "bif", True, order="inf")
+    one = evaluate(K, codes, folds, spec, lam, "bif", False, order="inf")
+    assert 2 in checked
+    assert (ours.ill_conditioned, ours.cv_error) == (one.ill_conditioned, one.cv_error)

@@ -132,13 +132,22 @@ def confusion_summary(true_labels, predicted_labels, classes) -> dict:
             "error": float(1.0 - np.trace(matrix) / n) if n else None}
 
 
-def fold_errors(y, predictions, fold_ids, metric: str) -> tuple[float, np.ndarray]:
-    """Overall and per-fold held-out error (0-1 on ``sign(f)``, with f = 0 counted as +1)."""
+def heldout_losses(y, predictions, metric: str) -> np.ndarray:
+    """Each held-out point's loss: 0-1 on ``sign(f)`` (f = 0 counted as +1) or squared."""
     if metric == "0-1":
-        losses = (np.where(predictions >= 0, 1.0, -1.0) != y).astype(np.float64)
-    else:
-        with np.errstate(over="ignore"):  # inf is the answer; callers say why, in one line
-            losses = (y - predictions) ** 2
+        return (np.where(predictions >= 0, 1.0, -1.0) != y).astype(np.float64)
+    with np.errstate(over="ignore"):  # inf is the answer; callers say why, in one line
+        return (y - predictions) ** 2
+
+
+def fold_errors(y, predictions, fold_ids, metric: str) -> tuple[float, np.ndarray]:
+    """Overall and per-fold held-out error (0-1 on ``sign(f)``, with f = 0 counted as +1).
+
+    Every fold number ``0..max(fold_ids)`` must hold a point (a fold without one has no
+    error); a caller whose fold ids skip numbers wants only the overall error:
+    ``heldout_losses(...).mean()``.
+    """
+    losses = heldout_losses(y, predictions, metric)
     t = int(fold_ids.max()) + 1
     per_fold = np.bincount(fold_ids, weights=losses, minlength=t) / np.bincount(
         fold_ids, minlength=t)

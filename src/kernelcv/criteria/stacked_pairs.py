@@ -44,7 +44,7 @@ from ..machines.batched_linalg import cholesky_factors, cholesky_solve_each
 from ..machines.solver import Factorisation, FitResult
 from ..machines.stacked import batched_matvec, fit_stacked
 from .evaluate import _rounding_check
-from .result import fold_errors
+from .result import heldout_losses
 from .truncation import TOLERANCE
 
 # Pairs with more active points at the fit use the one-problem order-inf step (its shared
@@ -330,7 +330,8 @@ class StackedPairs:
                         converged=True,
                         factor=Factorisation(active=active, cho=(factor, True)))
         predictions = values[self.index[p, :size], p]
-        error = fold_errors(y, predictions, folds, machine.metric)[0]
+        # the pair's folds keep the global numbers: some may hold none of its rows
+        error = float(heldout_losses(y, predictions, machine.metric).mean())
         return _rounding_check(K, y, folds, lam, machine, fit, predictions, error, notes)[1]
 
     def _rounding_passes(self, stack, h, active, values, lam, intercept, machine):
