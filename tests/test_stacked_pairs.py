@@ -225,3 +225,16 @@ def test_a_pair_whose_folds_skip_a_number_is_rounding_checked_without_a_warning(
     one = evaluate(K, codes, folds, spec, lam, "bif", False, order="inf")
     assert 2 in checked
     assert (ours.ill_conditioned, ours.cv_error) == (one.ill_conditioned, one.cv_error)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 100_000), P=st.integers(1, 8), m=st.integers(1, 30),
+       share=st.floats(0, 0.95), scale=st.integers(-300, 300))
+def test_row_nanmedian_is_numpys_nanmedian(seed, P, m, share, scale):
+    rng = np.random.default_rng(seed)
+    Q = np.abs(rng.standard_cauchy((P, m))) * 10.0 ** scale
+    Q[rng.random((P, m)) < share] = np.nan
+    Q[rng.random((P, m)) < 0.05] = np.inf
+    Q = Q[~np.all(np.isnan(Q), axis=1)]  # callers pass rows holding a number
+    if Q.shape[0]:
+        assert np.array_equal(stacked_pairs.row_nanmedian(Q), np.nanmedian(Q, axis=1))

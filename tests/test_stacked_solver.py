@@ -131,3 +131,17 @@ def test_a_multiclass_models_pairs_fitted_together_equal_one_by_one(monkeypatch,
     assert calls
     assert np.allclose(together[0], one[0], rtol=0, atol=1e-8)
     assert np.allclose(together[1], one[1], rtol=0, atol=1e-8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), P=st.integers(1, 6), m=st.integers(1, 12))
+def test_gather_blocks_is_each_problems_submatrix(seed, P, m):
+    from kernelcv.machines.stacked import gather_blocks
+
+    rng = np.random.default_rng(seed)
+    K = rng.normal(size=(P, m, m))
+    a = int(rng.integers(1, m + 1))
+    order = np.stack([rng.permutation(m)[:a] for _ in range(P)])
+    blocks = gather_blocks(K, order)
+    for p in range(P):
+        assert np.array_equal(blocks[p], K[p][np.ix_(order[p], order[p])])

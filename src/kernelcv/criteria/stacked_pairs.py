@@ -42,7 +42,7 @@ from scipy.linalg.lapack import dpotrf
 
 from ..machines.batched_linalg import cholesky_factors, cholesky_solve_each
 from ..machines.solver import Factorisation, FitResult
-from ..machines.stacked import batched_matvec, fit_stacked
+from ..machines.stacked import batched_matvec, fit_stacked, gather_blocks
 from .evaluate import _rounding_check
 from .result import heldout_losses
 from .truncation import TOLERANCE
@@ -75,6 +75,17 @@ class StackedValues:
     ratio: np.ndarray
     ill_conditioned: np.ndarray
     notes: list
+
+
+def row_nanmedian(Q):
+    """``np.nanmedian(Q, axis=1)`` (the same values) for rows holding at least one
+    number, by one sort: ten times faster on (15, 73) (numpy's masked-array path for
+    small inputs costs 0.2-0.6 ms a call)."""
+    ordered = np.sort(Q, axis=1)  # nan last
+    counts = np.count_nonzero(~np.isnan(Q), axis=1)
+    rows = np.arange(Q.shape[0])
+    low, high = ordered[rows, (counts - 1) // 2], ordered[rows, counts // 2]
+    return np.where(counts % 2 == 1, high, (low + high) / 2)
 
 
 class StackedPairs:
@@ -247,8 +258,7 @@ class StackedPairs:
         Z = -K_dg * eps[:, None, :]  # (P, m, t)
         order = np.argsort(~use, axis=1, kind="stable")[:, :a]  # active rows first
         mask = np.arange(a)[None, :] < counts[:, None]  # (P, a)
-        rows = np.take_along_axis(self.K_pairs, order[:, :, None], axis=1)
-        K_AA = np.take_along_axis(rows, order[:, None, :], axis=2)  # (P, a, a)
+        K_AA = gather_blocks(self.K_pairs, order)  # (P, a, a)
         fold_a = np.where(mask, np.take_along_axis(self.folds, order, axis=1), -1)
         kept = mask[:, None, :] & (fold_a[:, None, :] != np.arange(t)[None, :, None])  # (P, t, a)
         h_a = np.where(mask, np.take_along_axis(h, order, axis=1), 1.0)
@@ -307,7 +317,7 @@ class StackedPairs:
         ratio = np.zeros(quotient.shape[0])
         some = usable.any(axis=1)
         if some.any():
-            ratio[some] = np.nanmedian(quotient[some], axis=1)
+            ratio[some] = row_nanmedian(quotient[some])
         return ratio
 
     def _rounding_check(self, p, stack, h, values, lam, machine, notes):
