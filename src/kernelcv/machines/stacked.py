@@ -139,9 +139,9 @@ def _active_systems(K, on, g, h, F, target, two_lam_n):
         mask = np.arange(a)[None, :] < counts[:, None]
         M = gather_blocks(K, order)
         M *= mask[:, :, None] & mask[:, None, :]
-        diagonal = np.where(mask, two_lam_n[:, None] / np.take_along_axis(safe_h, order, axis=1),
-                            1.0)
-        rhs = np.take_along_axis(rhs, order, axis=1)
+        problems = np.arange(K.shape[0])[:, None]
+        diagonal = np.where(mask, two_lam_n[:, None] / safe_h[problems, order], 1.0)
+        rhs = rhs[problems, order]
     M[:, np.arange(M.shape[1]), np.arange(M.shape[1])] += diagonal
     return order, mask, M, rhs
 
@@ -155,36 +155,41 @@ def _line_search(loss, y, valid, n, F, dF, g0, d_alpha, K_alpha, K_d, lam):
     curvature_reg = 2 * lam * np.einsum("pi,pi->p", d_alpha, K_d)
     slope_reg = 2 * lam * np.einsum("pi,pi->p", d_alpha, K_alpha)
     dF2 = dF * dF
-
-    def dphi(t, sel):
-        g, h = _derivatives(loss, y[sel], F[sel] + t[:, None] * dF[sel], valid[sel])
-        slope = (np.einsum("pi,pi->p", g, dF[sel]) / n[sel] + slope_reg[sel]
-                 + t * curvature_reg[sel])
-        curv = np.einsum("pi,pi->p", h, dF2[sel]) / n[sel] + curvature_reg[sel]
-        return slope, curv, g, h
-
-    P = F.shape[0]
-    everyone = np.arange(P)
     slope0 = np.einsum("pi,pi->p", g0, dF) / n + slope_reg
-    t = np.ones(P)
-    slope, curv, g, h = dphi(t, everyone)
-    open_ = ~(slope <= 1e-10 * np.abs(slope0) + 1e-300)
-    lo, hi = np.zeros(P), np.ones(P)
+    t = np.ones(F.shape[0])  # the full Newton step first
+    g, h = _derivatives(loss, y, F + dF, valid)
+    slope = np.einsum("pi,pi->p", g, dF) / n + slope_reg + curvature_reg
+    curv = np.einsum("pi,pi->p", h, dF2) / n + curvature_reg
+    sel = np.flatnonzero(~(slope <= 1e-10 * np.abs(slope0) + 1e-300))
+    # The open problems' data, gathered once and compacted as problems stop (not
+    # gathered again at every evaluation): a safeguarded Newton iteration on phi'(t)
+    # inside the bracket [lo, hi], bisection where the Newton point leaves it.
+    t_s, s_s, c_s = t[sel], slope[sel], curv[sel]
+    lo, hi = np.zeros(sel.size), np.ones(sel.size)
+    y_s, v_s, F_s, dF_s, dF2_s = y[sel], valid[sel], F[sel], dF[sel], dF2[sel]
+    n_s, reg_s, curv_reg_s, limit_s = n[sel], slope_reg[sel], curvature_reg[sel], 1e-12 * np.abs(
+        slope0[sel])
     for _ in range(100):
-        sel = np.flatnonzero(open_)
         if sel.size == 0:
             break
-        with np.errstate(divide="ignore", invalid="ignore"):
-            candidate = np.where(curv[sel] > 0, t[sel] - slope[sel] / curv[sel], -1.0)
-        inside = (lo[sel] < candidate) & (candidate < hi[sel])
-        t_sel = np.where(inside, candidate, 0.5 * (lo[sel] + hi[sel]))
-        s, c, g_sel, h_sel = dphi(t_sel, sel)
-        t[sel], slope[sel], curv[sel], g[sel], h[sel] = t_sel, s, c, g_sel, h_sel
-        stop = (np.abs(s) <= 1e-12 * np.abs(slope0[sel])) | (hi[sel] - lo[sel] < 1e-12)
-        positive = s > 0
-        hi[sel] = np.where(~stop & positive, t_sel, hi[sel])
-        lo[sel] = np.where(~stop & ~positive, t_sel, lo[sel])
-        open_[sel[stop]] = False
+        newton = c_s > 0
+        quotient = np.divide(s_s, c_s, out=np.zeros_like(s_s), where=newton)
+        candidate = np.where(newton, t_s - quotient, -1.0)
+        inside = (lo < candidate) & (candidate < hi)
+        t_s = np.where(inside, candidate, 0.5 * (lo + hi))
+        g_s, h_s = _derivatives(loss, y_s, F_s + t_s[:, None] * dF_s, v_s)
+        s_s = np.einsum("pi,pi->p", g_s, dF_s) / n_s + reg_s + t_s * curv_reg_s
+        c_s = np.einsum("pi,pi->p", h_s, dF2_s) / n_s + curv_reg_s
+        t[sel], slope[sel], curv[sel], g[sel], h[sel] = t_s, s_s, c_s, g_s, h_s
+        stop = (np.abs(s_s) <= limit_s) | (hi - lo < 1e-12)
+        positive = s_s > 0
+        hi = np.where(~stop & positive, t_s, hi)
+        lo = np.where(~stop & ~positive, t_s, lo)
+        if stop.any():
+            go = ~stop
+            sel, t_s, s_s, c_s, lo, hi = sel[go], t_s[go], s_s[go], c_s[go], lo[go], hi[go]
+            y_s, v_s, F_s, dF_s, dF2_s = y_s[go], v_s[go], F_s[go], dF_s[go], dF2_s[go]
+            n_s, reg_s, curv_reg_s, limit_s = n_s[go], reg_s[go], curv_reg_s[go], limit_s[go]
     tiny = t < 1e-12
     t[tiny] = 1e-12
     return t, g, h, tiny
@@ -277,8 +282,8 @@ def fit_stacked(K, y, valid, lam, loss, fit_intercept=False, alpha0=None, interc
             if order is None:
                 target = np.where(mask, sol, target)
             else:
-                current = np.take_along_axis(target, order, axis=1)
-                np.put_along_axis(target, order, np.where(mask, sol, current), axis=1)
+                problems = np.arange(order.shape[0])[:, None]
+                target[problems, order] = np.where(mask, sol, target[problems, order])
         if fit_intercept:
             # No point on a quadratic piece: first move b alone (the one-problem rule).
             for p in np.flatnonzero(counts == 0):
