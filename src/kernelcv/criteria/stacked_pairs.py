@@ -224,8 +224,7 @@ class StackedPairs:
             coef[p_c, :, i_c] = fits.alpha
             intercepts[p_c, i_c] = fits.intercept
         sums = np.matmul(self.K_cross, coef)  # (P, n, t)
-        own = np.take_along_axis(sums, np.broadcast_to(
-            self.fold_ids[None, :, None], (P, self.n, 1)), axis=2)[:, :, 0]
+        own = sums[:, np.arange(self.n), self.fold_ids]  # (P, n): each point's own fold
         values = own + intercepts[:, self.fold_ids]
         return values.T, ok
 
@@ -258,15 +257,22 @@ class StackedPairs:
         Z = -K_dg * eps[:, None, :]  # (P, m, t)
         order = np.argsort(~use, axis=1, kind="stable")[:, :a]  # active rows first
         mask = np.arange(a)[None, :] < counts[:, None]  # (P, a)
-        K_AA = gather_blocks(self.K_pairs, order)  # (P, a, a)
-        fold_a = np.where(mask, np.take_along_axis(self.folds, order, axis=1), -1)
+        pairs = np.arange(P)[:, None]
+        fold_a = np.where(mask, self.folds[pairs, order], -1)
         kept = mask[:, None, :] & (fold_a[:, None, :] != np.arange(t)[None, :, None])  # (P, t, a)
-        h_a = np.where(mask, np.take_along_axis(h, order, axis=1), 1.0)
-        B = K_AA[:, None, :, :] * (kept[:, :, :, None] & kept[:, :, None, :])
+        h_a = np.where(mask, h[pairs, order], 1.0)
+        # B[p, i] = the active block with fold i's rows and the padding zeroed: the block
+        # (padding zeroed) once per fold, then each row's fold row and column zeroed
+        K_AA = gather_blocks(self.K_pairs, order)  # (P, a, a)
+        K_AA *= mask[:, :, None] & mask[:, None, :]
+        B = np.repeat(K_AA[:, None], t, axis=1)
+        p_real, j_real = np.nonzero(mask)
+        B[p_real, fold_a[p_real, j_real], j_real, :] = 0.0
+        B[p_real, fold_a[p_real, j_real], :, j_real] = 0.0
         shift = retained[:, :, None] * (2 * lam / h_a)[:, None, :]
         diagonal = np.arange(a)
         B[:, :, diagonal, diagonal] += np.where(kept, shift, 1.0)
-        Z_a = np.take_along_axis(Z, order[:, :, None], axis=1).transpose(0, 2, 1)  # (P, t, a)
+        Z_a = Z[pairs, order].transpose(0, 2, 1)  # (P, t, a)
         rhs = np.where(kept, Z_a, 0.0)[..., None]
         if intercept:
             rhs = np.concatenate([rhs, kept[..., None].astype(np.float64)], axis=3)
@@ -287,15 +293,14 @@ class StackedPairs:
             y_a = y_a + ones * betas[:, :, None]
         y_a = np.where(mask[:, None, :], y_a, 0.0)
         added = np.zeros((P, m, t))
-        np.put_along_axis(added, order[:, :, None], y_a.transpose(0, 2, 1), axis=1)
+        added[pairs, order] = y_a.transpose(0, 2, 1)
         weights += added
         return weights, betas, solved
 
     def _values(self, stack, weights, betas, lam):
         """(n, P) held-out values at every point (see the module notes, item 3)."""
         sums = np.matmul(self.K_cross, weights)  # (P, n, t)
-        own = np.take_along_axis(sums, np.broadcast_to(
-            self.fold_ids[None, :, None], (sums.shape[0], self.n, 1)), axis=2)[:, :, 0]
+        own = sums[:, np.arange(self.n), self.fold_ids]  # (P, n): each point's own fold
         beta_x = betas[:, self.fold_ids]  # (P, n)
         values = stack.intercept[:, None] + (beta_x - own) / (2 * lam)
         empty = self.fold_sizes[:, self.fold_ids] == 0  # the fold holds none of the pair
@@ -308,8 +313,8 @@ class StackedPairs:
         """(P,) median over each pair's rows of ``|o_j| / |(K alpha)_j|`` (heldout_rounding)."""
         off = np.where(self.member, 0.0, stack.alpha[:, :, None])
         products = np.matmul(self.K_pairs, off)  # (P, m, t)
-        outside = np.take_along_axis(products, np.maximum(self.folds, 0)[:, :, None],
-                                     axis=2)[:, :, 0]
+        outside = products[np.arange(products.shape[0])[:, None],
+                           np.arange(products.shape[1])[None, :], np.maximum(self.folds, 0)]
         full = batched_matvec(self.K_pairs, stack.alpha)
         usable = self.valid & (full != 0)
         with np.errstate(divide="ignore", invalid="ignore"):
