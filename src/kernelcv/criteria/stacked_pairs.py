@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg.lapack import dpotrf
 
-from ..machines.batched_linalg import cholesky_factors, cholesky_solve_each
+from ..machines.batched_linalg import cholesky_solve_by_size
 from ..machines.solver import Factorisation, FitResult
 from ..machines.stacked import batched_matvec, fit_stacked, gather_blocks
 from .evaluate import _rounding_check
@@ -276,12 +276,12 @@ class StackedPairs:
         rhs = np.where(kept, Z_a, 0.0)[..., None]
         if intercept:
             rhs = np.concatenate([rhs, kept[..., None].astype(np.float64)], axis=3)
-        flat = B.reshape(P * t, a, a)
-        factors, ok = cholesky_factors(flat)
+        # each pair's fold systems are real in its leading counts[p] rows
+        X, ok = cholesky_solve_by_size(B.reshape(P * t, a, a), rhs.reshape(P * t, a, -1),
+                                       np.repeat(counts, t))
         # A pair solves only when all its fold systems have a factor.
         solved = ok.reshape(P, t).all(axis=1)
-        ok = np.repeat(solved, t)
-        X = cholesky_solve_each(factors, rhs.reshape(P * t, a, -1), ok).reshape(rhs.shape)
+        X = np.where(solved[:, None, None, None], X.reshape(rhs.shape), 0.0)
         y_a = X[..., 0]
         if intercept:
             ones = X[..., 1]

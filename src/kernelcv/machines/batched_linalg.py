@@ -73,3 +73,71 @@ def cholesky_solve_each(factors, B, ok=None):
             raise KernelCVError(f"LAPACK dpotrs failed (info {info})")
         X[p] = x
     return X
+
+
+# Grouping the systems of a padded stack by size (:func:`cholesky_solve_by_size`): one
+# more group costs about as much as this many flops of factorisation (the overhead of a
+# batched call, ~20 us at ~3 GFlop/s on one core), so a group is split off only where the
+# padding it saves is larger.
+GROUP_OVERHEAD_FLOPS = 6e4
+
+
+def size_groups(sizes) -> list[np.ndarray]:
+    """The systems of each size group of :func:`cholesky_solve_by_size` (index arrays).
+
+    The sorted sizes are cut into at most three runs, each solved at its largest size,
+    where that minimises ``sum_g count_g max_g^3 / 3`` plus :data:`GROUP_OVERHEAD_FLOPS`
+    per group (every pair of cut points tried at once: ``O(u^2)`` numbers for u distinct
+    sizes, in a few numpy calls).
+    """
+    sizes = np.asarray(sizes)
+    distinct = np.unique(sizes)
+    u = distinct.size
+    cube = distinct.astype(np.float64) ** 3 / 3
+    upto = np.searchsorted(np.sort(sizes), distinct, side="right")  # systems <= each size
+    # cut after distinct[i] and after distinct[j], i <= j (i == j: one cut; j = u - 1: none)
+    low = upto[:, None] * cube[:, None]
+    middle = (upto[None, :] - upto[:, None]) * cube[None, :]
+    high = (sizes.size - upto[None, :]) * cube[-1]
+    first, second = np.arange(u)[:, None], np.arange(u)[None, :]
+    groups = 1 + (first < u - 1) + (second > first) * (second < u - 1)
+    cost = np.where(first <= second, low + middle + high + groups * GROUP_OVERHEAD_FLOPS,
+                    np.inf)
+    i, j = np.unravel_index(int(np.argmin(cost)), cost.shape)
+    members, floor = [], -np.inf
+    for cut in sorted({int(i), int(j), u - 1}):
+        members.append(np.flatnonzero((sizes > floor) & (sizes <= distinct[cut])))
+        floor = distinct[cut]
+    return members
+
+
+def cholesky_solve_by_size(M, B, sizes):
+    """Solve a padded stack of systems, each size group at its own size.
+
+    Parameters
+    ----------
+    M : (S, a, a) systems whose real part is the leading ``sizes[s]`` rows and columns
+        (identity beyond); B : (S, a, k) right-hand sides, zero beyond ``sizes[s]``.
+    sizes : (S,) ints.
+
+    Returns
+    -------
+    X : (S, a, k) solutions (zero beyond each size, and for a system without a factor);
+    ok : (S,) bool, whether each system is numerically positive definite.
+
+    The systems of :func:`cholesky_factors` and :func:`cholesky_solve_each` on the whole
+    stack (identity padding leaves the real part's solution unchanged, up to rounding:
+    LAPACK's order of operations depends on the size), for
+    ``sum_g count_g max_g^3 / 3`` flops instead of ``S a^3 / 3`` where the sizes differ
+    (one-vs-one pairs of unequal classes: glass's fold systems ~2.5 times fewer flops).
+    """
+    X = np.zeros_like(B)
+    ok = np.ones(M.shape[0], dtype=bool)
+    for members in size_groups(sizes):
+        size = int(np.max(sizes[members]))
+        if size == 0:
+            continue
+        factors, good = cholesky_factors(M[members][:, :size, :size])
+        X[members, :size] = cholesky_solve_each(factors, B[members, :size], good)
+        ok[members] = good
+    return X, ok
