@@ -145,3 +145,59 @@ def test_gather_blocks_is_each_problems_submatrix(seed, P, m):
     blocks = gather_blocks(K, order)
     for p in range(P):
         assert np.array_equal(blocks[p], K[p][np.ix_(order[p], order[p])])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_last_problems_finished_alone_equal_the_batch_finishing_them(monkeypatch, seed):
+    import kernelcv.machines.stacked as stacked
+
+    rng = np.random.default_rng(seed)
+    problems, places, K, y, valid = padded_problems(rng, 9, 40, 1.0)
+    spec = make_machine("svm", fit_intercept=True)
+    alone = []
+    original = stacked.fit_kernel_machine
+
+    def spy(*args, **kwargs):
+        alone.append(kwargs["strict"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(stacked, "fit_kernel_machine", spy)
+    handed = fit_stacked(K, y, valid, 1e-4, spec.loss, True)
+    assert alone and all(alone)  # stragglers were finished by the one-problem solver
+    monkeypatch.setattr(stacked, "SOLO_BELOW", 0)  # the batch to the end
+    batch = fit_stacked(K, y, valid, 1e-4, spec.loss, True)
+    assert handed.converged.all() and batch.converged.all()
+    for p, ((K_p, y_p), place) in enumerate(zip(problems, places, strict=True)):
+        one = fit_kernel_machine(K_p, y_p, 1e-4, spec.loss, True)
+        scale = max(1.0, np.abs(one.decision).max())
+        for stack in (handed, batch):
+            assert np.abs(stack.decision[p, place] - one.decision).max() <= 1e-8 * scale
+            assert abs(stack.intercept[p] - one.intercept) <= 1e-8 * scale
+        assert np.all(handed.alpha[p, ~valid[p]] == 0)
+    # iterations are counted across the hand-off
+    assert handed.n_iter.max() >= 2
+
+
+def test_a_strict_fit_hands_back_what_it_cannot_finish_without_a_warning():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(25, 2))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=25) > 0, 1.0, -1.0)
+    K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    spec = make_machine("svm", fit_intercept=True)
+    # no Cholesky factor (a negative-definite "kernel"): no jitter, no warning
+    broken = fit_kernel_machine(-K, y, 1e-3, spec.loss, True, strict=True)
+    assert not broken.converged
+    from kernelcv.exceptions import KernelCVError
+
+    with pytest.raises(KernelCVError, match="singular even with jitter"):
+        fit_kernel_machine(-K, y, 1e-3, spec.loss, True)  # the default tries jitter
+    # out of iterations: no ConvergenceWarning
+    from sklearn.exceptions import ConvergenceWarning
+
+    short = fit_kernel_machine(K, y, 1e-4, spec.loss, True, max_iter=1, strict=True)
+    assert not short.converged and short.n_iter == 1
+    with pytest.warns(ConvergenceWarning):
+        fit_kernel_machine(K, y, 1e-4, spec.loss, True, max_iter=1)
+    full = fit_kernel_machine(K, y, 1e-4, spec.loss, True, strict=True)
+    assert full.converged
+    assert np.array_equal(full.decision, fit_kernel_machine(K, y, 1e-4, spec.loss, True).decision)

@@ -124,6 +124,18 @@ def _factorise(M, active) -> Factorisation:
     return Factorisation(active=active, cho=cho, jitter=jitter)
 
 
+class _NoFactor(Exception):
+    """A Newton system without a Cholesky factor, in a strict fit (no jitter)."""
+
+
+def _factorise_strict(M, active) -> Factorisation:
+    """:class:`Factorisation` of ``M`` on ``active``; :class:`_NoFactor` if it has none."""
+    cho = _potrf(np.asarray(M, dtype=np.float64))
+    if cho is None:
+        raise _NoFactor
+    return Factorisation(active=active, cho=cho)
+
+
 def _objective(loss, y, F, alpha, K_alpha_dot, lam):
     return float(np.mean(loss.value(y, F)) + lam * K_alpha_dot)
 
@@ -294,7 +306,7 @@ def _central_intercept(loss, y, F0, b0):
 
 
 def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, intercept0=0.0,
-                       tol=1e-10, max_iter=100) -> FitResult:
+                       tol=1e-10, max_iter=100, *, strict=False) -> FitResult:
     """Minimise ``(1/n) sum loss(y, K alpha + b) + lam alpha' K alpha`` by primal Newton.
 
     Parameters
@@ -307,6 +319,10 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
     alpha0, intercept0 : warm start (e.g. the solution at a neighbouring lam).
     tol : relative change of F below which the iteration stops once the pieces are fixed.
     max_iter : Newton iterations before giving up with a ``ConvergenceWarning``.
+    strict : for a caller that refits what this fit cannot finish (the batched solver
+        hands it its last problems): a Newton system without a Cholesky factor, or no
+        convergence within ``max_iter``, ends the fit with ``converged=False``, without
+        jitter and without a warning.
 
     Returns
     -------
@@ -326,7 +342,7 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
     g, h = loss.derivatives(y, F)
     two_lam_n = 2 * lam * n
     # Later iterations' systems from the first one's factor where few points changed.
-    systems = ActiveSystems(K, _factorise)
+    systems = ActiveSystems(K, _factorise_strict if strict else _factorise)
     n_iter = 0
     while n_iter < max_iter:
         n_iter += 1
@@ -338,20 +354,23 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
         b_new = b
         if active.size:
             h_a = h[active]
-            factor = systems.factor(active, two_lam_n / h_a)
             rhs = -(g[active] - h_a * F[active]) / h_a
             if fixed.size:
                 # K_AF target_F as a product with all of K (zeros on A): one BLAS call
                 # instead of gathering the |A| x |F| block (n = 2,000: 1.2 vs 3.0 ms).
                 target[active] = 0.0
                 rhs -= (K @ target)[active]
-            if fit_intercept:
-                both = factor.solve(np.column_stack([rhs, np.ones(active.size)]))
-                sol, ones = both[:, 0], both[:, 1]
-                b_new = (sol.sum() + target[fixed].sum()) / ones.sum()
-                sol = sol - b_new * ones
-            else:
-                sol = factor.solve(rhs)
+            try:
+                factor = systems.factor(active, two_lam_n / h_a)
+                if fit_intercept:
+                    both = factor.solve(np.column_stack([rhs, np.ones(active.size)]))
+                    sol, ones = both[:, 0], both[:, 1]
+                    b_new = (sol.sum() + target[fixed].sum()) / ones.sum()
+                    sol = sol - b_new * ones
+                else:
+                    sol = factor.solve(rhs)
+            except _NoFactor:
+                break  # strict: not converged, the caller refits
             target[active] = sol
         else:
             factor = None
@@ -412,7 +431,7 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
         if centred != b:
             b = centred
             F = K_alpha + b
-    if not converged:
+    if not converged and not strict:
         # scikit-learn's warning class, so that users' filters for it apply; imported
         # here because importing scikit-learn costs ~1 s of a command's start-up.
         from sklearn.exceptions import ConvergenceWarning
