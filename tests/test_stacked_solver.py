@@ -201,3 +201,49 @@ def test_a_strict_fit_hands_back_what_it_cannot_finish_without_a_warning():
     full = fit_kernel_machine(K, y, 1e-4, spec.loss, True, strict=True)
     assert full.converged
     assert np.array_equal(full.decision, fit_kernel_machine(K, y, 1e-4, spec.loss, True).decision)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 100_000), P=st.integers(1, 6), m=st.integers(2, 40),
+       machine=st.sampled_from(["svm", "svr"]), lam=st.floats(1e-5, 1.0), step=st.floats(0.1, 50))
+def test_the_batched_line_search_finds_the_one_problem_step(seed, P, m, machine, lam, step):
+    # phi(t) along a random step for each problem: the knot bracket and the one-problem
+    # search (kernelcv.machines.solver._line_search, the oracle) must agree on the step
+    from kernelcv.machines.solver import _line_search as one_search
+    from kernelcv.machines.stacked import _knot_bracket
+    from kernelcv.machines.stacked import _line_search as batched_search
+
+    rng = np.random.default_rng(seed)
+    spec = make_machine(machine)
+    valid = np.ones((P, m), dtype=bool)
+    valid[:, m // 2:] = rng.random((P, m - m // 2)) < 0.7
+    y = rng.normal(size=(P, m)) if machine == "svr" else rng.choice([-1.0, 1.0], size=(P, m))
+    y = np.where(valid, y, 0.0)
+    X = rng.normal(size=(P, m, 2))
+    K = np.exp(-((X[:, :, None] - X[:, None]) ** 2).sum(-1)) * (valid[:, :, None] & valid[:, None])
+    alpha = rng.normal(size=(P, m)) * valid
+    d_alpha = step * rng.normal(size=(P, m)) * valid
+    K_alpha, K_d = np.einsum("pij,pj->pi", K, alpha), np.einsum("pij,pj->pi", K, d_alpha)
+    F, dF = K_alpha, K_d
+    n = valid.sum(axis=1).astype(float)
+    g0 = spec.loss.derivatives(y, F)[0] * valid
+    t, g, h, tiny = batched_search(spec.loss, y, valid, n, F, dF, g0, d_alpha, K_alpha, K_d, lam)
+    # the knot bracket alone, where phi'(0) < 0 < phi'(1): its interpolated root is the step
+    reg = 2 * lam * np.einsum("pi,pi->p", d_alpha, K_alpha)
+    curv_reg = 2 * lam * np.einsum("pi,pi->p", d_alpha, K_d)
+    slope0 = np.einsum("pi,pi->p", g0, dF) / n + reg
+    g1 = spec.loss.derivatives(y, F + dF)[0] * valid
+    slope1 = np.einsum("pi,pi->p", g1, dF) / n + reg + curv_reg
+    lo, hi, root, ok = _knot_bracket(spec.loss, y, valid, n, F, dF, slope0, slope1, reg, curv_reg)
+    assert not ok[slope0 >= 0].any() and ok[(slope0 < 0) & (slope1 > 0)].all()
+    for p in range(P):
+        if ok[p] and slope1[p] > 1e-10 * abs(slope0[p]):
+            assert lo[p] <= root[p] <= hi[p]
+            assert abs(root[p] - t[p]) <= 1e-9 * max(1.0, t[p])
+    for p in range(P):
+        v = valid[p]
+        t_one, g_one, _ = one_search(spec.loss, y[p, v], F[p, v], dF[p, v], g0[p, v],
+                                     d_alpha[p, v], K_alpha[p, v], K_d[p, v], lam, int(n[p]))
+        assert abs(t[p] - t_one) <= 1e-9 * max(1.0, t_one) or tiny[p]
+        if not tiny[p]:
+            assert np.allclose(g[p, v], g_one, rtol=0, atol=1e-8)
