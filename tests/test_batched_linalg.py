@@ -39,7 +39,7 @@ def test_a_matrix_without_factor_is_flagged_and_left_at_zero():
         assert np.allclose(X[p], np.linalg.solve(M[p], B[p]), rtol=1e-10, atol=1e-12)
 
 
-def brute_force_cost(sizes):
+def brute_force_cost(sizes, per_item):
     """The cheapest grouping of the sorted sizes into at most three runs (every choice)."""
     from itertools import combinations
 
@@ -52,48 +52,23 @@ def brute_force_cost(sizes):
             floor, total = -np.inf, 0.0
             for cut in [*cuts, distinct.size - 1]:
                 count = np.sum((sizes > floor) & (sizes <= distinct[cut]))
-                total += count * float(distinct[cut]) ** 3 / 3 + GROUP_OVERHEAD_FLOPS
+                total += per_item * count * float(distinct[cut]) ** 3 / 3 + GROUP_OVERHEAD_FLOPS
                 floor = distinct[cut]
             best = min(best, total)
     return best
 
 
 @settings(max_examples=80, deadline=None)
-@given(sizes=st.lists(st.integers(0, 70), min_size=1, max_size=40))
-def test_size_groups_partition_the_systems_at_the_least_cost(sizes):
+@given(sizes=st.lists(st.integers(0, 70), min_size=1, max_size=40),
+       per_item=st.sampled_from([1, 10]))
+def test_size_groups_partition_the_systems_at_the_least_cost(sizes, per_item):
     from kernelcv.machines.batched_linalg import GROUP_OVERHEAD_FLOPS, size_groups
 
     sizes = np.array(sizes)
-    groups = size_groups(sizes)
+    groups = size_groups(sizes, per_item)
     assert 1 <= len(groups) <= 3
     assert sorted(np.concatenate(groups).tolist()) == list(range(sizes.size))
     assert all(g.size for g in groups)
-    cost = sum(g.size * float(sizes[g].max()) ** 3 / 3 + GROUP_OVERHEAD_FLOPS for g in groups)
-    assert cost == pytest.approx(brute_force_cost(sizes), rel=1e-12)
-
-
-@settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10_000), S=st.integers(1, 30), a=st.integers(1, 40),
-       k=st.integers(1, 3))
-def test_solving_by_size_equals_solving_the_padded_stack(seed, S, a, k):
-    from kernelcv.machines.batched_linalg import cholesky_solve_by_size
-
-    rng = np.random.default_rng(seed)
-    sizes = rng.integers(0, a + 1, S)
-    M = np.repeat(np.eye(a)[None], S, axis=0)
-    B = np.zeros((S, a, k))
-    for s, size in enumerate(sizes):
-        M[s, :size, :size] = spd_stack(rng, 1, size)[0] if size else 0.0
-        B[s, :size] = rng.normal(size=(size, k))
-    broken = rng.random(S) < 0.2
-    for s in np.flatnonzero(broken & (sizes > 0)):
-        M[s, :sizes[s], :sizes[s]] *= -1.0  # negative definite: no factor
-    X, ok = cholesky_solve_by_size(M, B, sizes)
-    factors, expected_ok = cholesky_factors(M)
-    assert ok.tolist() == expected_ok.tolist()
-    expected = cholesky_solve_each(factors, B, expected_ok)
-    assert np.all(X[~ok] == 0)
-    scale = max(1.0, np.abs(expected).max())
-    assert np.abs(X - expected).max() <= 1e-10 * scale
-    for s in range(S):
-        assert np.all(X[s, sizes[s]:] == 0)
+    cost = sum(per_item * g.size * float(sizes[g].max()) ** 3 / 3 + GROUP_OVERHEAD_FLOPS
+               for g in groups)
+    assert cost == pytest.approx(brute_force_cost(sizes, per_item), rel=1e-12)

@@ -238,3 +238,38 @@ def test_row_nanmedian_is_numpys_nanmedian(seed, P, m, share, scale):
     Q = Q[~np.all(np.isnan(Q), axis=1)]  # callers pass rows holding a number
     if Q.shape[0]:
         assert np.array_equal(stacked_pairs.row_nanmedian(Q), np.nanmedian(Q, axis=1))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fold_systems_solved_in_size_groups_equal_one_group(monkeypatch, seed):
+    # classes of very different sizes: the pairs' active sets differ, so the fold systems
+    # are solved in several size groups; one group at the largest size is the reference
+    rng = np.random.default_rng(seed)
+    sizes = [40, 25, 8, 5]
+    codes = np.repeat(np.arange(4), sizes)
+    X = rng.normal(size=(codes.size, 2)) + 1.2 * codes[:, None]
+    folds = np.empty(codes.size, dtype=np.intp)
+    for c in range(4):
+        members = np.flatnonzero(codes == c)
+        folds[members] = rng.permutation(np.arange(members.size) % 5)
+    K = np.exp(-0.7 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    spec = spec_for("svm", True, 4)
+    calls = []
+    original = stacked_pairs.size_groups
+
+    def spy(*args, **kwargs):
+        groups = original(*args, **kwargs)
+        calls.append(len(groups))
+        return groups
+
+    import kernelcv.machines.batched_linalg as batched_linalg
+
+    monkeypatch.setattr(batched_linalg, "GROUP_OVERHEAD_FLOPS", 0.0)  # split where sizes differ
+    monkeypatch.setattr(stacked_pairs, "size_groups", spy)
+    grouped = evaluate(K, codes, folds, spec, 3e-3, "bif", True, order="inf")
+    assert max(calls) > 1
+    monkeypatch.setattr(stacked_pairs, "size_groups", lambda sizes, per_item=1: [
+        np.arange(len(sizes))])
+    single = evaluate(K, codes, folds, spec, 3e-3, "bif", True, order="inf")
+    assert np.allclose(grouped.decisions, single.decisions, rtol=0, atol=1e-9)
+    assert grouped.cv_error == single.cv_error

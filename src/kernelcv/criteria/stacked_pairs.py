@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg.lapack import dpotrf
 
-from ..machines.batched_linalg import cholesky_solve_by_size
+from ..machines.batched_linalg import cholesky_factors, cholesky_solve_each, size_groups
 from ..machines.solver import Factorisation, FitResult
 from ..machines.stacked import batched_matvec, fit_stacked, gather_blocks
 from .evaluate import _rounding_check
@@ -261,27 +261,25 @@ class StackedPairs:
         fold_a = np.where(mask, self.folds[pairs, order], -1)
         kept = mask[:, None, :] & (fold_a[:, None, :] != np.arange(t)[None, :, None])  # (P, t, a)
         h_a = np.where(mask, h[pairs, order], 1.0)
-        # B[p, i] = the active block with fold i's rows and the padding zeroed: the block
-        # (padding zeroed) once per fold, then each row's fold row and column zeroed
-        K_AA = gather_blocks(self.K_pairs, order)  # (P, a, a)
-        K_AA *= mask[:, :, None] & mask[:, None, :]
-        B = np.repeat(K_AA[:, None], t, axis=1)
-        p_real, j_real = np.nonzero(mask)
-        B[p_real, fold_a[p_real, j_real], j_real, :] = 0.0
-        B[p_real, fold_a[p_real, j_real], :, j_real] = 0.0
-        shift = retained[:, :, None] * (2 * lam / h_a)[:, None, :]
-        diagonal = np.arange(a)
-        B[:, :, diagonal, diagonal] += np.where(kept, shift, 1.0)
+        shift = retained[:, :, None] * (2 * lam / h_a)[:, None, :]  # (P, t, a)
         Z_a = Z[pairs, order].transpose(0, 2, 1)  # (P, t, a)
         rhs = np.where(kept, Z_a, 0.0)[..., None]
         if intercept:
             rhs = np.concatenate([rhs, kept[..., None].astype(np.float64)], axis=3)
-        # each pair's fold systems are real in its leading counts[p] rows
-        X, ok = cholesky_solve_by_size(B.reshape(P * t, a, a), rhs.reshape(P * t, a, -1),
-                                       np.repeat(counts, t))
+        # each pair's fold systems are real in its leading counts[p] rows: the pairs are
+        # solved in up to three groups of similar counts, each at its largest
+        X = np.zeros(rhs.shape)
+        ok = np.ones((P, t), dtype=bool)
+        for members in size_groups(counts, per_item=t):
+            size = int(counts[members].max())
+            if size:
+                X[members, :, :size], ok[members] = self._fold_solve(
+                    members, order[members, :size], fold_a[members, :size],
+                    kept[members, :, :size], shift[members, :, :size],
+                    rhs[members, :, :size])
         # A pair solves only when all its fold systems have a factor.
-        solved = ok.reshape(P, t).all(axis=1)
-        X = np.where(solved[:, None, None, None], X.reshape(rhs.shape), 0.0)
+        solved = ok.all(axis=1)
+        X = np.where(solved[:, None, None, None], X, 0.0)
         y_a = X[..., 0]
         if intercept:
             ones = X[..., 1]
@@ -296,6 +294,27 @@ class StackedPairs:
         added[pairs, order] = y_a.transpose(0, 2, 1)
         weights += added
         return weights, betas, solved
+
+    def _fold_solve(self, pairs, order, fold_a, kept, shift, rhs):
+        """The fold systems of some pairs at one size a: (q, t, a, k) solutions, (q, t) ok.
+
+        ``B[p, i]`` is the pair's active block (rows ``order``, padding and fold i's rows
+        zeroed, identity on their diagonal) plus ``shift`` on the kept diagonal: the
+        block once per fold, then each row's fold row and column zeroed.
+        """
+        q, t, a = kept.shape
+        real = fold_a >= 0
+        block = gather_blocks(self.K_pairs, order, pairs)  # (q, a, a)
+        block *= real[:, :, None] & real[:, None, :]
+        B = np.repeat(block[:, None], t, axis=1)
+        p_real, j_real = np.nonzero(real)
+        B[p_real, fold_a[p_real, j_real], j_real, :] = 0.0
+        B[p_real, fold_a[p_real, j_real], :, j_real] = 0.0
+        diagonal = np.arange(a)
+        B[:, :, diagonal, diagonal] += np.where(kept, shift, 1.0)
+        factors, ok = cholesky_factors(B.reshape(q * t, a, a))
+        X = cholesky_solve_each(factors, rhs.reshape(q * t, a, -1), ok)
+        return X.reshape(rhs.shape), ok.reshape(q, t)
 
     def _values(self, stack, weights, betas, lam):
         """(n, P) held-out values at every point (see the module notes, item 3)."""

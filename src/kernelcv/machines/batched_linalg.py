@@ -75,25 +75,28 @@ def cholesky_solve_each(factors, B, ok=None):
     return X
 
 
-# Grouping the systems of a padded stack by size (:func:`cholesky_solve_by_size`): one
+# Grouping the systems of a padded stack by size (:func:`size_groups`): one
 # more group costs about as much as this many flops of factorisation (the overhead of a
 # batched call, ~20 us at ~3 GFlop/s on one core), so a group is split off only where the
 # padding it saves is larger.
 GROUP_OVERHEAD_FLOPS = 6e4
 
 
-def size_groups(sizes) -> list[np.ndarray]:
-    """The systems of each size group of :func:`cholesky_solve_by_size` (index arrays).
+def size_groups(sizes, per_item=1) -> list[np.ndarray]:
+    """Items of a padded stack of systems grouped by size, each group to be solved at its
+    largest size (index arrays): item i has ``per_item`` systems of size ``sizes[i]``
+    (e.g. one per fold), real in their leading rows and identity beyond.
 
-    The sorted sizes are cut into at most three runs, each solved at its largest size,
-    where that minimises ``sum_g count_g max_g^3 / 3`` plus :data:`GROUP_OVERHEAD_FLOPS`
-    per group (every pair of cut points tried at once: ``O(u^2)`` numbers for u distinct
-    sizes, in a few numpy calls).
+    The sorted sizes are cut into at most three runs where that minimises
+    ``per_item sum_g count_g max_g^3 / 3`` plus :data:`GROUP_OVERHEAD_FLOPS` per group
+    (every pair of cut points tried at once: ``O(u^2)`` numbers for u distinct sizes, in a
+    few numpy calls). One-vs-one pairs of unequal classes: glass's fold systems ~2.5 times
+    fewer flops than all at the largest pair's size.
     """
     sizes = np.asarray(sizes)
     distinct = np.unique(sizes)
     u = distinct.size
-    cube = distinct.astype(np.float64) ** 3 / 3
+    cube = per_item * distinct.astype(np.float64) ** 3 / 3
     upto = np.searchsorted(np.sort(sizes), distinct, side="right")  # systems <= each size
     # cut after distinct[i] and after distinct[j], i <= j (i == j: one cut; j = u - 1: none)
     low = upto[:, None] * cube[:, None]
@@ -109,35 +112,3 @@ def size_groups(sizes) -> list[np.ndarray]:
         members.append(np.flatnonzero((sizes > floor) & (sizes <= distinct[cut])))
         floor = distinct[cut]
     return members
-
-
-def cholesky_solve_by_size(M, B, sizes):
-    """Solve a padded stack of systems, each size group at its own size.
-
-    Parameters
-    ----------
-    M : (S, a, a) systems whose real part is the leading ``sizes[s]`` rows and columns
-        (identity beyond); B : (S, a, k) right-hand sides, zero beyond ``sizes[s]``.
-    sizes : (S,) ints.
-
-    Returns
-    -------
-    X : (S, a, k) solutions (zero beyond each size, and for a system without a factor);
-    ok : (S,) bool, whether each system is numerically positive definite.
-
-    The systems of :func:`cholesky_factors` and :func:`cholesky_solve_each` on the whole
-    stack (identity padding leaves the real part's solution unchanged, up to rounding:
-    LAPACK's order of operations depends on the size), for
-    ``sum_g count_g max_g^3 / 3`` flops instead of ``S a^3 / 3`` where the sizes differ
-    (one-vs-one pairs of unequal classes: glass's fold systems ~2.5 times fewer flops).
-    """
-    X = np.zeros_like(B)
-    ok = np.ones(M.shape[0], dtype=bool)
-    for members in size_groups(sizes):
-        size = int(np.max(sizes[members]))
-        if size == 0:
-            continue
-        factors, good = cholesky_factors(M[members][:, :size, :size])
-        X[members, :size] = cholesky_solve_each(factors, B[members, :size], good)
-        ok[members] = good
-    return X, ok

@@ -112,15 +112,17 @@ def stack_blocks(K, rows, targets):
     return np.where(valid[:, :, None] & valid[:, None, :], blocks, 0.0), y, valid
 
 
-def gather_blocks(K, order):
-    """``K[p][np.ix_(order[p], order[p])]`` for every p: (P, m, m), (P, a) -> (P, a, a).
+def gather_blocks(K, order, problems=None):
+    """``K[p][np.ix_(order[i], order[i])]`` for every problem p = ``problems[i]`` (all of
+    K's, in order, by default): (P, m, m), (Q, a) -> (Q, a, a).
 
     One ``np.take`` with flat indices into contiguous K (at the sizes of one-vs-one pairs,
     15 blocks of 38 of 73 rows: 0.05 ms, against 0.1 ms for a three-array fancy index and
     0.3 ms for two ``take_along_axis`` calls).
     """
-    P, m = K.shape[0], K.shape[1]
-    flat = (np.arange(P)[:, None, None] * m + order[:, :, None]) * m + order[:, None, :]
+    m = K.shape[1]
+    problems = np.arange(K.shape[0]) if problems is None else np.asarray(problems)
+    flat = (problems[:, None, None] * m + order[:, :, None]) * m + order[:, None, :]
     return np.take(np.ascontiguousarray(K).reshape(-1), flat)
 
 
