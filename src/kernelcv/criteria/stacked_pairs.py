@@ -119,7 +119,8 @@ class StackedPairs:
         pair_rows = K[index]  # (P, m, n)
         pair_rows[~self.valid] = 0.0
         self.K_cross = pair_rows.transpose(0, 2, 1)
-        self.K_pairs = np.take_along_axis(pair_rows, index[:, None, :], axis=2)
+        flat = (np.arange(P * m).reshape(P, m, 1) * self.n + index[:, None, :])  # (P, m, m)
+        self.K_pairs = np.take(pair_rows.reshape(-1), flat)  # pair_rows[p, i, index[p, j]]
         self.K_pairs *= self.valid[:, None, :]
         self.folds = np.where(self.valid, fold_ids[index], -1)  # (P, m), -1 on padding
         self.member = self.folds[:, :, None] == np.arange(self.t)[None, None, :]  # (P, m, t)
