@@ -210,8 +210,8 @@ def test_the_batched_line_search_finds_the_one_problem_step(seed, P, m, machine,
     # phi(t) along a random step for each problem: the knot bracket and the one-problem
     # search (kernelcv.machines.solver._line_search, the oracle) must agree on the step
     from kernelcv.machines.solver import _line_search as one_search
-    from kernelcv.machines.stacked import _knot_bracket
-    from kernelcv.machines.stacked import _line_search as batched_search
+    from kernelcv.machines.stacked_search import _knot_bracket
+    from kernelcv.machines.stacked_search import line_search as batched_search
 
     rng = np.random.default_rng(seed)
     spec = make_machine(machine)
