@@ -247,3 +247,32 @@ def test_the_batched_line_search_finds_the_one_problem_step(seed, P, m, machine,
         assert abs(t[p] - t_one) <= 1e-9 * max(1.0, t_one) or tiny[p]
         if not tiny[p]:
             assert np.allclose(g[p, v], g_one, rtol=0, atol=1e-8)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 100_000), Q=st.integers(1, 6), m=st.integers(1, 30),
+       machine=st.sampled_from(["svm", "svr"]), scale=st.floats(0.01, 100.0))
+def test_batched_best_intercepts_reach_the_one_problem_minimum(seed, Q, m, machine, scale):
+    from kernelcv.machines.solver import _best_intercept
+    from kernelcv.machines.stacked_search import best_intercepts
+
+    rng = np.random.default_rng(seed)
+    spec = make_machine(machine)
+    valid = rng.random((Q, m)) < 0.8
+    y = (rng.normal(size=(Q, m)) if machine == "svr"
+         else rng.choice([-1.0, 1.0], size=(Q, m)))
+    F0 = scale * rng.normal(size=(Q, m))
+    b = scale * rng.normal(size=Q)
+    ours = best_intercepts(spec.loss, y, valid, F0, b)
+    for q in range(Q):
+        y_q, F_q = y[q, valid[q]], F0[q, valid[q]]
+        one = _best_intercept(spec.loss, y_q, F_q, b[q])
+
+        def objective(intercept, y_q=y_q, F_q=F_q):
+            return float(np.sum(spec.loss.value(y_q, F_q + intercept)))
+
+        # the same minimum; where the objective is flat, rounding in the slopes' sums may
+        # pick another point of the flat stretch
+        assert abs(objective(ours[q]) - objective(one)) <= 1e-9 * max(1.0, scale * m)
+        slope = float(np.sum(spec.loss.derivatives(y_q, F_q + ours[q])[0]))
+        assert abs(slope) <= 1e-8 * max(1.0, m)

@@ -45,8 +45,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .batched_linalg import cholesky_factors, cholesky_solve_each
-from .solver import SHALLOW_BAND_DEPTH, _best_intercept, fit_kernel_machine
-from .stacked_search import _derivatives, line_search
+from .solver import SHALLOW_BAND_DEPTH, fit_kernel_machine
+from .stacked_search import _derivatives, best_intercepts, line_search
 
 # Callers stack the binary problems of a multiclass scheme from this many problems of at
 # most STACK_MAX_ROWS rows (measured on one-vs-one searches: see
@@ -281,14 +281,13 @@ def fit_stacked(K, y, valid, lam, loss, fit_intercept=False, alpha0=None, interc
             else:
                 problems = np.arange(order.shape[0])[:, None]
                 target[problems, order] = np.where(mask, sol, target[problems, order])
-        if fit_intercept:
+        empty = np.flatnonzero(counts == 0)
+        if fit_intercept and empty.size:
             # No point on a quadratic piece: first move b alone (the one-problem rule).
-            for p in np.flatnonzero(counts == 0):
-                keep = vr[p]
-                b_best = _best_intercept(loss, yr[p, keep], Kar[p, keep], br[p])
-                if abs(b_best - br[p]) > 1e-12 * max(1.0, abs(br[p])):
-                    target[p] = ar[p]
-                    b_new[p] = b_best
+            b_best = best_intercepts(loss, yr[empty], vr[empty], Kar[empty], br[empty])
+            move = np.abs(b_best - br[empty]) > 1e-12 * np.maximum(1.0, np.abs(br[empty]))
+            target[empty[move]] = ar[empty[move]]
+            b_new[empty[move]] = b_best[move]
         d_alpha = np.where(vr, target - ar, 0.0)
         K_d = batched_matvec(Kr, d_alpha)
         dF = np.where(vr, K_d + (b_new - br)[:, None], 0.0)

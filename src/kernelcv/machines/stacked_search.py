@@ -8,12 +8,16 @@ overshoot; elsewhere it brackets the root of ``phi'`` between two consecutive kn
 (:func:`_knot_bracket`: two rounds of ``~sqrt(K)`` evaluations over the K knots in
 (0, 1), every problem at once) and interpolates, then finishes with the safeguarded
 Newton iteration of the one-problem search (:func:`kernelcv.machines.solver._line_search`)
-until ``|phi'|`` is at rounding level.
+until ``|phi'|`` is at rounding level. :func:`best_intercepts` finds the best intercept of
+problems with no point on a quadratic piece the same way (their slope in b is linear
+between knots too).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from .solver import _best_intercept
 
 # The line search evaluates phi' at every knot a step crosses (see _knot_bracket) while
 # that takes at most this many (problem, knot, row) values; else it iterates alone.
@@ -97,49 +101,116 @@ def _knot_bracket(loss, y, valid, n, F, dF, slope0, slope1, reg, curv_reg):
     ``phi'(t) = sum_j g_j(F_j + t dF_j) dF_j / n + reg + t curv_reg`` is continuous,
     non-decreasing and linear between the times ``(knot - F_j) / dF_j`` where a point
     changes piece. With ``phi'(0) = slope0 < 0`` and ``phi'(1) = slope1 > 0`` known, the
-    K sorted times in (0, 1) are searched in two rounds of ``~sqrt(K)`` evaluations each
-    ((Q, sqrt K, m) arrays): every ``s``-th time first, then the times between the two
-    that bracket the sign change; between the last time with ``phi' < 0`` and the first
-    with ``phi' >= 0`` the root is the linear interpolation. Returns ``(lo, hi, root,
-    ok)`` ((Q,) each; ``ok`` where ``slope0 < 0`` gave a bracket) or None when an array
-    would exceed :data:`KNOT_SEARCH_FLOATS` (the caller searches without them).
+    sorted times in (0, 1) are searched by :func:`_root_on_knots`. Returns ``(lo, hi,
+    root, ok)`` ((Q,) each; ``ok`` where ``slope0 < 0`` gave a bracket) or None when an
+    array would exceed :data:`KNOT_SEARCH_FLOATS` (the caller searches without them).
     """
     Q, m = y.shape
     with np.errstate(divide="ignore", invalid="ignore"):  # dF_j = 0: never crosses
         times = (loss.knots(y.ravel()).reshape(Q, m, -1) - F[:, :, None]) / dF[:, :, None]
     crossed = valid[:, :, None] & (times > 0.0) & (times < 1.0)
     count = int(crossed.sum(axis=(1, 2)).max())
-    stride = max(1, int(np.ceil(np.sqrt(count))))
-    if Q * (count // stride + stride) * m > KNOT_SEARCH_FLOATS:
+    if Q * _evaluations(count) * m > KNOT_SEARCH_FLOATS:
         return None
     times = np.sort(np.where(crossed, times, 1.0).reshape(Q, -1), axis=1)[:, :count]
-    rows = np.arange(Q)[:, None]
 
     def slopes_at(points):  # phi' at (Q, k) times
         g = loss.derivatives(y[:, None, :], F[:, None, :] + points[:, :, None] * dF[:, None, :])[0]
         return (np.einsum("qkm,qm->qk", g * valid[:, None, :], dF) / n[:, None]
                 + reg[:, None] + points * curv_reg[:, None])
 
+    lo, hi, s_lo, s_hi, k = _root_on_knots(times, slopes_at, np.zeros(Q), slope0,
+                                           np.ones(Q), slope1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # used where s_lo < 0 <= s_hi
+        root = lo + (0.0 - s_lo) * (hi - lo) / (s_hi - s_lo)
+    ok = ((slope0 < 0.0) & (k > 0) & np.isfinite(root) & (lo <= root) & (root <= hi)
+          & (s_lo < 0.0) & (s_hi >= 0.0))
+    return lo, hi, root, ok
+
+
+def _evaluations(count):
+    """Points :func:`_root_on_knots` evaluates per problem for ``count`` knots."""
+    stride = max(1, int(np.ceil(np.sqrt(count))))
+    return count // stride + stride
+
+
+def _root_on_knots(knots, values_at, lo, s_lo, hi, s_hi):
+    """The two consecutive points around the sign change of a non-decreasing function.
+
+    ``knots`` (Q, K): each problem's sorted points strictly between ``lo`` and ``hi``
+    (padding: any value in [lo, hi]) where the function may bend; ``values_at(points)``
+    its values at (Q, k) points; ``s_lo``/``s_hi`` its values at the ends. Two rounds of
+    ``~sqrt(K)`` evaluations: every ``s``-th knot, then the knots between the two coarse
+    points that bracket the sign change. Returns ``(lo, hi, s_lo, s_hi, k)`` with the last
+    point whose value is ``< 0`` and the first ``>= 0`` (k, the coarse position of the
+    latter: 0 when ``s_lo >= 0`` already).
+    """
+    Q, count = knots.shape
+    rows = np.arange(Q)
+    stride = max(1, int(np.ceil(np.sqrt(count))))
+
     def first_nonnegative(points, values):  # bracket [points[k - 1], points[k]]
         k = np.argmax(values >= 0.0, axis=1)
         before = np.maximum(k - 1, 0)
-        return (points[rows[:, 0], before], points[rows[:, 0], k],
-                values[rows[:, 0], before], values[rows[:, 0], k], k)
+        return (points[rows, before], points[rows, k], values[rows, before],
+                values[rows, k], k)
 
-    zero, one = np.zeros((Q, 1)), np.ones((Q, 1))
-    coarse = times[:, stride - 1::stride]  # every stride-th time
-    points = np.concatenate([zero, coarse, one], axis=1)
-    values = np.concatenate([slope0[:, None], slopes_at(coarse), slope1[:, None]], axis=1)
+    coarse = knots[:, stride - 1::stride]  # every stride-th knot
+    points = np.concatenate([lo[:, None], coarse, hi[:, None]], axis=1)
+    values = np.concatenate([s_lo[:, None], values_at(coarse), s_hi[:, None]], axis=1)
     lo, hi, s_lo, s_hi, k = first_nonnegative(points, values)
-    ok = (slope0 < 0.0) & (k > 0)
-    if stride > 1:  # the times strictly between the two coarse points
-        first = (k - 1) * stride  # index in times of the first time after coarse point k - 1
-        inner = np.minimum(first[:, None] + np.arange(stride - 1)[None, :], count - 1)
-        fine = np.clip(times[rows, inner], lo[:, None], hi[:, None])
+    if stride > 1:  # the knots strictly between the two coarse points
+        first = (k - 1) * stride  # index in knots of the first one after coarse point k - 1
+        inner = np.clip(first[:, None] + np.arange(stride - 1)[None, :], 0, count - 1)
+        fine = np.clip(knots[rows[:, None], inner], lo[:, None], hi[:, None])
         points = np.concatenate([lo[:, None], fine, hi[:, None]], axis=1)
-        values = np.concatenate([s_lo[:, None], slopes_at(fine), s_hi[:, None]], axis=1)
+        values = np.concatenate([s_lo[:, None], values_at(fine), s_hi[:, None]], axis=1)
         lo, hi, s_lo, s_hi, _ = first_nonnegative(points, values)
-    with np.errstate(divide="ignore", invalid="ignore"):  # used where s_lo < 0 <= s_hi
-        root = lo + (0.0 - s_lo) * (hi - lo) / (s_hi - s_lo)
-    ok &= np.isfinite(root) & (lo <= root) & (root <= hi) & (s_lo < 0.0) & (s_hi >= 0.0)
-    return lo, hi, root, ok
+    return lo, hi, s_lo, s_hi, k
+
+
+def best_intercepts(loss, y, valid, F0, b0):
+    """:func:`kernelcv.machines.solver._best_intercept` of Q problems at once: (Q,) each
+    problem's minimiser over b of ``sum_j loss(y_j, F0_j + b)`` on its real rows.
+
+    The slope ``s(b) = sum_j g_j(F0_j + b)`` is non-decreasing and linear between the
+    shifts ``b = knot - F0_j``; as the one-problem rule, the root is bracketed among the
+    sorted shifts and one shift beyond each end (where every point is off its quadratic
+    pieces), here by :func:`_root_on_knots` for every problem at once, and interpolated.
+    A problem whose slope does not change sign there (or a loss without knots, or arrays
+    above :data:`KNOT_SEARCH_FLOATS`) goes to the one-problem rule. Equal to it up to
+    rounding (the slopes are summed in another order; on a flat stretch of the objective
+    another point of the stretch may come out).
+    """
+    Q, m = y.shape
+    out = np.array(b0, dtype=np.float64)
+
+    def slopes_at(points):  # s at (Q', k) intercepts
+        g = loss.derivatives(y_t[:, None, :], F_t[:, None, :] + points[:, :, None])[0]
+        return np.where(v_t[:, None, :], g, 0.0).sum(axis=2)
+
+    g0 = loss.derivatives(y, F0 + out[:, None])[0]
+    todo = np.flatnonzero(np.where(valid, g0, 0.0).sum(axis=1) != 0.0)
+    knots = getattr(loss, "knots", None)
+    alone = todo
+    if todo.size and knots is not None:
+        y_t, v_t, F_t = y[todo], valid[todo], F0[todo]
+        shifts = knots(y_t.ravel()).reshape(todo.size, m, -1) - F_t[:, :, None]
+        shifts = np.where(v_t[:, :, None], shifts, np.nan).reshape(todo.size, -1)
+        count = int(np.max(np.sum(~np.isnan(shifts), axis=1)))
+        if todo.size * (_evaluations(count) + 2) * m <= KNOT_SEARCH_FLOATS:
+            reach = 1.0 + np.nanmax(np.abs(shifts), axis=1)
+            shifts = np.sort(shifts, axis=1)[:, :count]  # nan last
+            last = np.nanmax(shifts, axis=1)
+            shifts = np.where(np.isnan(shifts), last[:, None], shifts)
+            ends = np.stack([shifts[:, 0] - reach, last + reach], axis=1)
+            s_ends = slopes_at(ends)
+            lo, hi, s_lo, s_hi, _ = _root_on_knots(shifts, slopes_at, ends[:, 0],
+                                                   s_ends[:, 0], ends[:, 1], s_ends[:, 1])
+            with np.errstate(divide="ignore", invalid="ignore"):  # used where s_lo < 0 < s_hi
+                between = lo + (0.0 - s_lo) * (hi - lo) / (s_hi - s_lo)
+            out[todo] = np.where(s_hi == 0.0, hi, between)
+            alone = todo[~((s_ends[:, 0] <= 0.0) & (s_ends[:, 1] >= 0.0))]
+    for q in alone:  # no sign change among the shifts: the one-problem rule brackets it
+        out[q] = _best_intercept(loss, y[q, valid[q]], F0[q, valid[q]], b0[q])
+    return out
