@@ -10,7 +10,9 @@ computes the same numbers for all pairs together:
 2. each fold-out problem's order-inf Newton step (the limit of the BIF series, see
    :func:`kernelcv.criteria.bif.newton_step_weights`): for pair p and fold i the system
    ``K_RR + n_i D_R`` on the fold's retained active points R, ``D = diag(2 lam / h)``,
-   all (pair, fold) systems stacked with identity padding and solved in one call;
+   the (pair, fold) systems stacked with identity padding and solved in up to three
+   batched calls, pairs of similar active-set sizes together
+   (:func:`kernelcv.machines.batched_linalg.size_groups`);
 3. every point's held-out value from every pair's fold-out model: for x in fold i,
    ``b_p + (beta_pi - K(x, rows_p) w_pi) / (2 lam)`` -- the pair's own members and the
    other classes' points alike (the "extra points" of the one-problem path), and the
@@ -27,9 +29,10 @@ above tolerance, which the one-problem path reports in a note) is listed in
 ``fallback`` and evaluated by the one-problem path instead, so the results, notes and
 flags are that path's in every case. Tested against it and against refit CV.
 
-Cost per candidate: the batched fit (``P a^3`` per Newton iteration), ``P t a^3`` for the
-fold systems (a the largest active set, at most ``STACKED_MAX_ACTIVE``) and ``O(P n m t)``
-for the held-out values (m the largest pair), in a fixed number of numpy calls.
+Cost per candidate: the batched fit (``P a^3`` per Newton iteration), ``sum_g P_g t a_g^3
+/ 3`` for the fold systems (a_g the largest active set of size group g, at most
+``STACKED_MAX_ACTIVE``) and ``O(P n m t)`` for the held-out values (m the largest pair), in
+a fixed number of numpy calls and one ``dpotrs`` call per (pair, fold) system.
 Memory: the pairs' Gram blocks, (P, m, m) and (P, n, m) floats, once per kernel.
 """
 
