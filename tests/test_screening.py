@@ -9,6 +9,7 @@ from kernelcv.exceptions import KernelCVError
 from kernelcv.selection.records import majority_plateau
 from kernelcv.selection.screening import (
     Screening,
+    _coarse_start,
     coarse_to_fine,
     halving_start,
     halving_subsample,
@@ -47,17 +48,37 @@ def test_walk_reaches_the_minimum_of_a_bowl_off_the_coarse_grid():
     assert len(points) == len(set(points))  # nothing evaluated twice
 
 
-def test_coarse_stage_keeps_the_last_setting_and_lam():
+def test_coarse_stage_keeps_the_last_setting_and_leaves_out_the_largest_lam():
     surface = np.zeros((5, 8))
     _, _, calls = walk(surface, keep=1)
     first = calls[0]
     assert sorted(first) == [0, 3, 4]  # every third setting, the last one kept
-    # lam: both ends and the middle (3 of the default 15: 0, 7, 14)
-    assert all(lams == [0.0, 4.0, 7.0] for lams in first.values())
+    # lam: the smaller end and the middle (0 and 7 of the default 15; 14 is left out)
+    assert all(lams == [0.0, 4.0] for lams in first.values())
     _, _, calls = walk(np.zeros((2, 15)), keep=1)
-    assert all(lams == [0.0, 7.0, 14.0] for lams in calls[0].values())
-    _, _, calls = walk(np.zeros((2, 2)), keep=1)
+    assert all(lams == [0.0, 7.0] for lams in calls[0].values())
+    _, _, calls = walk(np.zeros((2, 3)), keep=1)
     assert all(lams == [0.0, 1.0] for lams in calls[0].values())
+    _, _, calls = walk(np.zeros((2, 2)), keep=1)  # two values: both
+    assert all(lams == [0.0, 1.0] for lams in calls[0].values())
+
+
+def test_coarse_start_leaves_out_the_largest_lam_in_any_grid_order():
+    descending = [[float(v) for v in range(14, -1, -1)]] * 4  # lam 14 first
+    start = _coarse_start(descending)
+    assert start == {(i, j) for i in (0, 3) for j in (7, 14)}  # lam 7 and lam 0
+    assert all(descending[i][j] < 14.0 for i, j in start)
+
+
+def test_walk_climbs_to_an_optimum_at_the_largest_lam():
+    """The most regularised end is not in the start, but a walk that ranks it best gets
+    there one lam step per round (the surface falls toward it from the start)."""
+    i, j = np.meshgrid(np.arange(21), np.arange(15), indexing="ij")
+    surface = (i - 10) ** 2 + 3.0 * (14 - j)  # minimum at (10, 14): the largest lam
+    points, rounds, calls = walk(surface)
+    assert min(points, key=lambda p: surface[p]) == (10, 14)
+    assert all(14.0 not in lams for lams in calls[0].values())
+    assert rounds >= 7  # from lam index 7 to 14
 
 
 def test_records_come_back_in_lam_order_per_setting():

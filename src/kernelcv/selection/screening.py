@@ -2,8 +2,9 @@
 
 Strategy ``"coarse"`` (coarse to fine):
 
-1. evaluate the coarse sub-grid: every third kernel setting (the last kept) at three lam
-   values, both ends and the middle (8 x 3 of the default 21 x 15 grid, 8 % of it);
+1. evaluate the coarse sub-grid: every third kernel setting (the last kept) at two lam
+   values, the least regularised end and the middle (8 x 2 of the default 21 x 15 grid,
+   5 % of it);
 2. take the ``keep`` best evaluated points and evaluate every unevaluated grid point next
    to them (the 3 x 3 block around each);
 3. repeat step 2 until the ``keep`` best points have no unevaluated neighbour, i.e. each
@@ -35,9 +36,10 @@ evaluated by both the screen and the full grid has the same value. What the scre
 miss is an isolated minimum more than one grid step away from every good coarse point;
 the benchmark (``make bench-select``) measures whether that costs test error.
 
-Cost: about 20-25 % of the full grid's candidates on the default grid (``"coarse"``; heart
-67, ionosphere 70 of 315); 4-7 % on all rows plus a coarse walk of about 70 points on
-the subsample (``"halving"``; australian 23, a1a 17 of 315 on all rows).
+Cost: about 12-15 % of the full grid's candidates on the default grid (``"coarse"``; heart
+42, ionosphere 38 of 315, mean of the benchmark's 5 splits); 4-7 % on all rows plus a
+coarse walk on the subsample (about 70 points before session 19 left 8 out of its start;
+``"halving"``; australian 23, a1a 17 of 315 on all rows).
 
 :func:`evaluate_grid` runs what the strategy chooses through the search's task runner
 (every candidate, resumable from a checkpoint, when screening is off).
@@ -75,14 +77,26 @@ HALVING_MIN_FACTOR = 2
 # l2svm, subsample walks) the walk then settles on the same best points with a third
 # fewer evaluations (see docs/model-selection.md, "Screening").
 COARSE_STEP = 3
-# Lam values of the coarse start per kernel setting: the two ends and the middle (0, 7
-# and 14 of the default 15). The CV surface changes slowly along lam, and the walk's 3 x 3
+# Lam values of the coarse start per kernel setting: COARSE_LAM_POINTS spread evenly (the
+# two ends and the middle: 0, 7 and 14 of the default 15), less the most regularised end
+# (:func:`_coarse_lams`). The CV surface changes slowly along lam, and the walk's 3 x 3
 # blocks refine it from there: replayed on the 21 stored subsample surfaces of the
 # benchmark (binary svm and l2svm, one-vs-rest multiclass), every third lam (6 of 15)
 # and these 3 end on the same three best points on 19 of them, and on the 9 binary sets
 # with full-data grids the all-rows walk that follows ends on the same three; the walk
 # evaluates a third fewer points (1,440 -> 958 over the 21 surfaces).
 COARSE_LAM_POINTS = 3
+# Session 19: the coarse start leaves out the most regularised lam (the default grid's
+# lam = 2^11 / n, C = 2^-12), where a classifier with an intercept predicts one class at
+# every kernel: ranked last, those points never steered a walk, yet a sixth to a fifth of
+# a multiclass search's time went into them (glass: the cold first fit of each setting with
+# the majority class on its margin). Replayed (same arguments, 5 splits each): the same
+# choice on all 27 multiclass (set, split) pairs with one-vs-one and 25 with
+# one-vs-rest, all 60 binary svm and 40 l2svm pairs of the benchmark, and krr and svr on
+# 3 splits of housing, bodyfat, pyrim and triazines (24 pairs, default grids); 8 fewer
+# all-rows candidates per coarse walk (glass 50 -> 42, heart 50 -> 42 on average).
+# The walk still reaches that end, one lam step per round, when the ranking leads there.
+LEAVE_OUT_MOST_REGULARISED = True
 # The neighbourhoods of the all-rows walk of "halving": the four axis neighbours of each
 # point instead of its 3 x 3 block. On the benchmark's binary sets (simulated on their
 # full order-inf grids) the walk ends on the same best three points with a fifth to a
@@ -208,24 +222,32 @@ def _rank_key(records, point):
             0.0 if plateau is None else plateau, point)
 
 
-def _coarse_lams(count: int) -> list[int]:
-    """:data:`COARSE_LAM_POINTS` lam indices spread evenly over ``range(count)``, both ends
-    included (all of them for a short grid)."""
+def _coarse_lams(lams) -> list[int]:
+    """The coarse start's lam indices of one kernel setting: :data:`COARSE_LAM_POINTS`
+    indices spread evenly over the grid (both ends and the middle; all of them for a short
+    grid), less the end that holds the larger lam (:data:`LEAVE_OUT_MOST_REGULARISED`)
+    when at least two are left."""
+    count = len(lams)
     if count <= COARSE_LAM_POINTS:
-        return list(range(count))
-    return sorted({int(round(k * (count - 1) / (COARSE_LAM_POINTS - 1)))
-                   for k in range(COARSE_LAM_POINTS)})
+        indices = list(range(count))
+    else:
+        indices = sorted({int(round(k * (count - 1) / (COARSE_LAM_POINTS - 1)))
+                          for k in range(COARSE_LAM_POINTS)})
+    if LEAVE_OUT_MOST_REGULARISED and len(indices) > 2:
+        ends = (indices[0], indices[-1])
+        indices.remove(max(ends, key=lambda j: lams[j]))
+    return indices
 
 
 def _coarse_start(setting_lams):
     return {(i, j) for i in _coarse(len(setting_lams))
-            for j in _coarse_lams(len(setting_lams[i]))}
+            for j in _coarse_lams(setting_lams[i])}
 
 
 def coarse_to_fine(setting_lams: list[list[float]], evaluate: Callable, keep: int = 3,
                    max_rounds: int = 50) -> tuple[dict[int, list[dict]], int]:
-    """Strategy ``"coarse"``: :func:`walk` from every third setting (last kept) at three
-    lam values (ends and middle)."""
+    """Strategy ``"coarse"``: :func:`walk` from every third setting (last kept) at two
+    lam values (the least regularised end and the middle, :func:`_coarse_lams`)."""
     return walk(setting_lams, evaluate, _coarse_start(setting_lams), keep, max_rounds)
 
 
@@ -235,7 +257,7 @@ def halving_start(setting_lams: list[list[float]], evaluate_subsample: Callable,
     return the ``shape`` neighbourhoods of its ``keep`` best points (the start of the
     full-data walk); None when every point of the walk predicts one class only (the walk
     then stops after its coarse start if that is all one class: its refinement would be
-    blind; w8a-2000 split 1, 670 rows: all 24 points of the coarse start).
+    blind; w8a-2000 split 1, 670 rows: all 24 points of the coarse start of session 17).
 
     ``evaluate_subsample`` has the signature of ``evaluate`` in :func:`walk` and takes the
     full grid's lam values (it scales them itself).
