@@ -17,6 +17,8 @@ import jsonschema
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
 from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
 from sklearn.pipeline import make_pipeline
@@ -28,7 +30,7 @@ from kernelcv.cv import cross_validate
 from kernelcv.datasets import load_data
 from kernelcv.estimators import L2SVMClassifier, LSSVMClassifier
 from kernelcv.selection import gamma_range
-from kernelcv.selection.gamma_range import data_gamma_grid
+from kernelcv.selection.gamma_range import data_gamma_grid, degenerate_settings
 from kernelcv.selection.grids import default_gammas
 from kernelcv.selection.search import grid_search
 
@@ -82,6 +84,44 @@ def test_dropped_values_are_exactly_the_numerically_identity_kernels(name, kerne
     for g in grid.dropped_constant:  # the wide end: every entry within 2^-12 of 1
         assert _gram(X, g, kernel).min() >= 1 - 2.0**-12
     assert all(v / u == 4.0 for u, v in zip(grid.values, grid.values[1:], strict=False))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 25), d=st.integers(1, 4),
+       scale=st.sampled_from([1e-3, 1.0, 1e3]), duplicate=st.booleans(),
+       kernel=st.sampled_from(["rbf", "laplace"]),
+       powers=st.lists(st.integers(-40, 40), min_size=1, max_size=12, unique=True))
+def test_degenerate_settings_are_the_identity_and_the_redundant_constant_kernels(
+        seed, n, d, scale, duplicate, kernel, powers):
+    """Against the Gram matrices themselves (scikit-learn's): a setting is left out when
+    its kernel is below u/n off the diagonal between distinct rows, or within 2^-12 of 1
+    everywhere while a larger gamma of the grid is too."""
+    rng = np.random.default_rng(seed)
+    X = scale * rng.standard_normal((n, d))
+    if duplicate:
+        X[-1] = X[0]
+    gammas = [2.0**p for p in powers]
+    grid = [{"kernel": kernel, "gamma": g} for g in gammas]
+    mask = _distinct_mask(X)
+    if not mask.any():
+        assert degenerate_settings(grid, X) == frozenset()
+        return
+    identity = {i for i, g in enumerate(gammas) if _gram(X, g, kernel)[mask].max() < U / n}
+    constant = [i for i, g in enumerate(gammas) if _gram(X, g, kernel).min() >= 1 - 2.0**-12]
+    widest = max((gammas[i] for i in constant), default=None)
+    redundant = {i for i in constant if gammas[i] < widest}
+    assert degenerate_settings(grid, X) == frozenset(identity | redundant)
+    assert degenerate_settings(grid, sp.csr_matrix(X)) == frozenset(identity | redundant)
+
+
+def test_degenerate_settings_only_for_one_rbf_or_laplace_kernel():
+    X = np.random.default_rng(0).standard_normal((10, 2))
+    huge = [{"kernel": "rbf", "gamma": 1e6}]
+    assert degenerate_settings(huge, X) == {0}
+    assert degenerate_settings([{"kernel": "poly", "gamma": 1e6, "degree": 2}], X) == set()
+    assert degenerate_settings(huge + [{"kernel": "laplace", "gamma": 1e6}], X) == set()
+    assert degenerate_settings(huge, np.ones((10, 2))) == set()  # all rows identical
+    assert degenerate_settings(huge, X[:1]) == set()
 
 
 def test_a1a_drops_a_third_of_the_papers_grid():

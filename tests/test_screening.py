@@ -6,6 +6,7 @@ from sklearn.datasets import make_classification
 
 from kernelcv import grid_search
 from kernelcv.exceptions import KernelCVError
+from kernelcv.selection.gamma_range import degenerate_settings
 from kernelcv.selection.records import majority_plateau
 from kernelcv.selection.screening import (
     Screening,
@@ -68,6 +69,30 @@ def test_coarse_start_leaves_out_the_largest_lam_in_any_grid_order():
     start = _coarse_start(descending)
     assert start == {(i, j) for i in (0, 3) for j in (7, 14)}  # lam 7 and lam 0
     assert all(descending[i][j] < 14.0 for i, j in start)
+
+
+def test_coarse_start_leaves_out_the_given_settings_unless_none_would_be_left():
+    lams = [[float(v) for v in range(15)]] * 21
+    start = _coarse_start(lams, left_out=frozenset({0, 18, 19, 20}))
+    assert {i for i, _ in start} == {3, 6, 9, 12, 15}  # 0, 18 and 20 of the coarse 8 out
+    assert _coarse_start(lams[:2], left_out=frozenset({0, 1})) == _coarse_start(lams[:2])
+
+
+def test_screened_search_starts_inside_the_data_range_and_chooses_as_before():
+    """The papers' 21 gammas on standardised data: the identity and redundant constant
+    kernels are not in the coarse start; the choice is the full grid's."""
+    X, y = make_classification(n_samples=60, n_features=4, n_informative=3,
+                               n_redundant=0, random_state=3)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    gammas = [2.0 ** (2 * k + 1) for k in range(-11, 10)]
+    lams = [2.0**i / 60 for i in range(-3, 12)]
+    grid = [{"kernel": "rbf", "gamma": g} for g in gammas]
+    left_out = degenerate_settings(grid, X)
+    assert {0, 20} <= left_out  # 2^-21 repeats 2^-17 at a larger lam; 2^19 is the identity
+    screened = grid_search(X, y, "svm", gammas=gammas, lams=lams, screen="coarse")
+    full = grid_search(X, y, "svm", gammas=gammas, lams=lams, screen="off")
+    assert screened.best_params == full.best_params
+    assert not any(c["setting"] in left_out for c in screened.candidates)
 
 
 def test_walk_climbs_to_an_optimum_at_the_largest_lam():

@@ -290,3 +290,32 @@ def _power(value) -> str:
 
 def _num(value) -> str:
     return "-" if value is None else f"{value:.3g}"
+
+
+def degenerate_settings(settings, X) -> frozenset[int]:
+    """Indices of the rbf / laplace settings whose Gram matrix on the rows of ``X`` is
+    numerically the identity, or near-constant with a larger near-constant gamma among
+    ``settings`` (the module's two rules, applied to a given grid instead of the lattice).
+
+    The coarse-to-fine screen leaves them out of its start
+    (:mod:`kernelcv.selection.screening`): with an intercept an identity kernel's held-out
+    values are the fold's intercept to rounding (one class per fold), and a near-constant
+    one repeats the largest near-constant gamma at a larger lam; without one, an identity
+    kernel's values are rounding noise that votes like nearest neighbours. Other kernels,
+    and data whose rows are all identical, give the empty set.
+
+    Cost: :func:`distance_range`, O(n^2 d) time and O(n b) memory.
+    """
+    kinds = {setting.get("kernel") for setting in settings}
+    if (len(kinds) != 1 or not kinds <= {"rbf", "laplace"}
+            or not (isinstance(X, np.ndarray) or sp.issparse(X)) or X.shape[0] < 2):
+        return frozenset()
+    d_min, d_max = distance_range(X, kinds.pop())
+    if not math.isfinite(d_min) or d_max <= 0:
+        return frozenset()
+    n = X.shape[0]
+    gammas = [float(setting["gamma"]) for setting in settings]
+    constant = [g for g in gammas if is_near_constant(g, d_max)]
+    widest_kept = max(constant) if constant else None
+    return frozenset(i for i, g in enumerate(gammas)
+                     if is_identity(g, d_min, n) or (constant and g < widest_kept))

@@ -4,7 +4,10 @@ Strategy ``"coarse"`` (coarse to fine):
 
 1. evaluate the coarse sub-grid: every third kernel setting (the last kept) at two lam
    values, the least regularised end and the middle (8 x 2 of the default 21 x 15 grid,
-   5 % of it);
+   5 % of it), less the rbf / laplace settings whose Gram matrix on the data is
+   numerically the identity or near-constant
+   (:func:`~kernelcv.selection.gamma_range.degenerate_settings`; the papers' grid on
+   scaled data: glass, iris, wine 2-4 of the 8);
 2. take the ``keep`` best evaluated points and evaluate every unevaluated grid point next
    to them (the 3 x 3 block around each);
 3. repeat step 2 until the ``keep`` best points have no unevaluated neighbour, i.e. each
@@ -55,6 +58,7 @@ import numpy as np
 
 from ..exceptions import KernelCVError
 from .backends import run_tasks
+from .gamma_range import degenerate_settings
 from .tasks import evaluate_task
 from .warm_starts import WarmStarts
 
@@ -239,20 +243,27 @@ def _coarse_lams(lams) -> list[int]:
     return indices
 
 
-def _coarse_start(setting_lams):
-    return {(i, j) for i in _coarse(len(setting_lams))
-            for j in _coarse_lams(setting_lams[i])}
+def _coarse_start(setting_lams, left_out=frozenset()):
+    """Every third setting (:func:`_coarse`) but those in ``left_out`` (all of them if
+    none would be left), each at the lam values of :func:`_coarse_lams`."""
+    settings = [i for i in _coarse(len(setting_lams)) if i not in left_out]
+    settings = settings or _coarse(len(setting_lams))
+    return {(i, j) for i in settings for j in _coarse_lams(setting_lams[i])}
 
 
 def coarse_to_fine(setting_lams: list[list[float]], evaluate: Callable, keep: int = 3,
-                   max_rounds: int = 50) -> tuple[dict[int, list[dict]], int]:
+                   max_rounds: int = 50, left_out=frozenset()) -> tuple[dict[int, list[dict]],
+                                                                         int]:
     """Strategy ``"coarse"``: :func:`walk` from every third setting (last kept) at two
-    lam values (the least regularised end and the middle, :func:`_coarse_lams`)."""
-    return walk(setting_lams, evaluate, _coarse_start(setting_lams), keep, max_rounds)
+    lam values (the least regularised end and the middle, :func:`_coarse_lams`), less
+    the settings of ``left_out`` (:func:`~kernelcv.selection.gamma_range.degenerate_settings`)."""
+    return walk(setting_lams, evaluate, _coarse_start(setting_lams, left_out), keep,
+                max_rounds)
 
 
 def halving_start(setting_lams: list[list[float]], evaluate_subsample: Callable,
-                  keep: int = 3, shape: str = "box") -> set[tuple[int, int]] | None:
+                  keep: int = 3, shape: str = "box",
+                  left_out=frozenset()) -> set[tuple[int, int]] | None:
     """Strategy ``"halving"``, step 1: walk the grid coarse to fine on the subsample and
     return the ``shape`` neighbourhoods of its ``keep`` best points (the start of the
     full-data walk); None when every point of the walk predicts one class only (the walk
@@ -260,10 +271,11 @@ def halving_start(setting_lams: list[list[float]], evaluate_subsample: Callable,
     blind; w8a-2000 split 1, 670 rows: all 24 points of the coarse start of session 17).
 
     ``evaluate_subsample`` has the signature of ``evaluate`` in :func:`walk` and takes the
-    full grid's lam values (it scales them itself).
+    full grid's lam values (it scales them itself); ``left_out`` as in
+    :func:`coarse_to_fine`, on the subsample's rows.
     """
-    records, _ = _walk(setting_lams, evaluate_subsample, _coarse_start(setting_lams), keep,
-                       50, blind_stop=True)
+    records, _ = _walk(setting_lams, evaluate_subsample, _coarse_start(setting_lams, left_out),
+                       keep, 50, blind_stop=True)
     best = sorted(records, key=lambda p: _rank_key(records, p))[:keep]
     if all(records[p].get("plateau_loss") is not None for p in best):
         return None  # the subsample shows nothing but the majority class
@@ -334,7 +346,9 @@ def evaluate_grid(settings, setting_lams, shared, execution, screening, store, s
 
     ``shared`` holds the arguments of :func:`kernelcv.selection.tasks.evaluate_task`
     common to all tasks, ``store`` an optional checkpoint (full grid only), ``subsample``
-    ``(X, method, is_classifier, random_state, pairwise)`` for ``"halving"``. Returns the records
+    ``(X, method, is_classifier, random_state, pairwise)`` (the walks' start leaves out
+    the settings that are degenerate on X's rows; ``"halving"`` draws its subsample from
+    them). Returns the records
     per setting, the refinement rounds of a walk (0 for the full grid) and notes.
     """
     if screening.enabled:
@@ -409,7 +423,8 @@ def _screened_grid(settings, setting_lams, shared, execution, screening, subsamp
                        "warm_starts": WarmStarts()}
             start = halving_start(setting_lams,
                                   runner(context, "subsample", y.shape[0] / rows.size),
-                                  keep=screening.keep, shape=FULL_WALK_SHAPE)
+                                  keep=screening.keep, shape=FULL_WALK_SHAPE,
+                                  left_out=degenerate_settings(settings, X[rows]))
             done = 0
             if start is not None:
                 per_setting, rounds = walk(setting_lams, evaluate, start,
@@ -419,7 +434,8 @@ def _screened_grid(settings, setting_lams, shared, execution, screening, subsamp
                     f"rows (lam scaled by {y.shape[0] / rows.size:.3g}, the same C), the "
                     "walk started from its 3 best points"]
             tried.append(rows.size)
-        per_setting, rounds = coarse_to_fine(setting_lams, evaluate, keep=screening.keep)
+        per_setting, rounds = coarse_to_fine(setting_lams, evaluate, keep=screening.keep,
+                                             left_out=degenerate_settings(settings, X))
         if tried:
             return per_setting, rounds, [_plateau_note(tried) + "; walked coarse to fine "
                                          "on all rows instead"]
@@ -428,5 +444,6 @@ def _screened_grid(settings, setting_lams, shared, execution, screening, subsamp
         return per_setting, rounds, [f"halving: too few rows for {problem} with "
                                      f"{HALVING_MIN_ROWS_PER_FOLD} rows per fold; walked "
                                      "coarse to fine instead"]
-    per_setting, rounds = coarse_to_fine(setting_lams, evaluate, keep=screening.keep)
+    per_setting, rounds = coarse_to_fine(setting_lams, evaluate, keep=screening.keep,
+                                         left_out=degenerate_settings(settings, subsample[0]))
     return per_setting, rounds, []
