@@ -39,8 +39,8 @@ evaluated by both the screen and the full grid has the same value. What the scre
 miss is an isolated minimum more than one grid step away from every good coarse point;
 the benchmark (``make bench-select``) measures whether that costs test error.
 
-Cost: about 12-15 % of the full grid's candidates on the default grid (``"coarse"``; heart
-42, ionosphere 38 of 315, mean of the benchmark's 5 splits); 4-7 % on all rows plus a
+Cost: about 10-15 % of the full grid's candidates on the papers' grid (``"coarse"``; heart
+36, ionosphere 32 of 315, mean of the benchmark's 5 splits); 4-7 % on all rows plus a
 coarse walk on the subsample (about 70 points before session 19 left 8 out of its start;
 ``"halving"``; australian 23, a1a 17 of 315 on all rows).
 
