@@ -15,7 +15,8 @@ from kernelcv.exceptions import KernelCVError
 from kernelcv.kernels import GramFactory, make_kernel
 from kernelcv.machines import make_machine
 from kernelcv.selection.feature_space import FeatureSpace
-from kernelcv.selection.methods import BIF, GACV, ClosedForm, ExactRefit, GranularityRule
+from kernelcv.selection.gacv_method import GACV
+from kernelcv.selection.methods import BIF, ClosedForm, ExactRefit, GranularityRule
 from kernelcv.selection.options import Execution, Safeguards, SearchSpace
 from kernelcv.selection.search import make_method, run_search
 from kernelcv.validation import make_folds

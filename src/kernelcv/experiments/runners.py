@@ -54,7 +54,8 @@ from sklearn.svm import SVC, SVR
 from ..estimators import ESTIMATORS
 from ..exceptions import KernelCVError
 from ..machines import make_machine
-from ..selection.methods import BIF, GACV, ClosedForm, CVMethod, ExactRefit, GranularityRule
+from ..selection.gacv_method import GACV
+from ..selection.methods import BIF, ClosedForm, CVMethod, ExactRefit, GranularityRule
 from ..selection.options import Execution, Safeguards, SearchSpace
 from ..selection.search import run_search
 

@@ -8,7 +8,8 @@ execution, screening)`` evaluates a :class:`SearchSpace` with one CV method obje
 """
 
 from .feature_space import FeatureSpace
-from .methods import BIF, GACV, ClosedForm, CVMethod, ExactRefit, GranularityRule
+from .gacv_method import GACV
+from .methods import BIF, ClosedForm, CVMethod, ExactRefit, GranularityRule
 from .options import Execution, Safeguards, SearchSpace
 from .screening import Screening
 from .search import SearchResult, grid_search, make_method, run_search

@@ -11,7 +11,8 @@ from __future__ import annotations
 from ..exceptions import KernelCVError
 from .feature_growth import MAX_FEATURES, TIME_BUDGET
 from .feature_space import FeatureSpace
-from .methods import BIF, GACV, ClosedForm, CVMethod, ExactRefit, GranularityRule
+from .gacv_method import GACV
+from .methods import BIF, ClosedForm, CVMethod, ExactRefit, GranularityRule
 from .refine import REFINE_MAX_EVALS
 
 METHOD_CLASSES = {cls.name: cls for cls in (ExactRefit, ClosedForm, BIF, GACV, FeatureSpace)}

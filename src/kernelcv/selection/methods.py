@@ -14,9 +14,10 @@ knows
   refinement (``refines``) or nothing -- :func:`kernelcv.selection.search.run_search`
   reads these flags and never a method's name.
 
-The kernel methods (:class:`ExactRefit`, :class:`ClosedForm`, :class:`BIF`,
-:class:`GACV`) build one Gram matrix per kernel setting and take the lam values in
-decreasing order, so each full fit warm-starts from the previous one, or from the
+The kernel methods (:class:`ExactRefit`, :class:`ClosedForm`, :class:`BIF` and
+:class:`~kernelcv.selection.gacv_method.GACV`) build one Gram matrix per kernel setting
+and take the lam values in decreasing order, so each full fit warm-starts from the
+previous one, or from the
 search's stored fit at the nearest lam (:mod:`kernelcv.selection.warm_starts`; closed form
 shares one eigendecomposition instead). The random-feature method lives in
 :mod:`kernelcv.selection.feature_space`.
@@ -33,14 +34,7 @@ import numpy as np
 from .._threads import blas_threads_for
 from ..criteria.closed_form import ClosedFormCV
 from ..criteria.evaluate import evaluate_lam
-from ..criteria.gacv import gacv
 from ..criteria.multiclass import MulticlassCV
-from ..criteria.result import (
-    DEGENERATE_SHARE,
-    NEGLIGIBLE_RATIO,
-    heldout_rounding,
-    newton_curvature,
-)
 from ..criteria.scoring import HeldoutScore
 from ..exceptions import KernelCVError
 from ..kernels import GramFactory
@@ -58,7 +52,7 @@ from .grids import default_gammas, default_lams
 from .records import cv_record, fold_losses, gram_for_setting, loss_delta, parse_order
 from .warm_starts import WarmStarts
 
-__all__ = ["BIF", "GACV", "CVMethod", "ClosedForm", "ExactRefit", "GranularityRule",
+__all__ = ["BIF", "CVMethod", "ClosedForm", "ExactRefit", "GranularityRule",
            "cv_record", "gram_for_setting", "loss_delta", "parse_order"]
 
 
@@ -395,54 +389,3 @@ class BIF(CVMethod):
         if self.granularity is None:
             return fold_ids
         return make_folds(y, int(n_folds), machine.is_classifier, random_state)
-
-
-@dataclass(frozen=True)
-class GACV(CVMethod):
-    """Wahba's generalised approximate CV of the hinge SVM: one fit per candidate.
-
-    Its value ranks candidates but is not a CV error; the safeguards recheck degenerate
-    candidates and confirm the best by exact refit CV.
-    """
-
-    name: ClassVar[str] = "gacv"
-    exact: ClassVar[bool] = False
-    safeguarded: ClassVar[bool] = True
-    score_is_error: ClassVar[bool] = False
-    dense_matrices: ClassVar[float] = 2.0
-
-    def score_label(self, folds, metric):
-        return "GACV"
-
-    def bind(self, machine, kernel, random_state=None):
-        if self.scoring is not None:
-            raise KernelCVError("method 'gacv' ranks by GACV, not by held-out values: it "
-                                "cannot compute a scoring; use method 'bif' or 'exact'")
-        if machine.name != "svm":
-            raise KernelCVError(f"method 'gacv' is defined for the hinge SVM (machine "
-                                f"'svm'), not {machine.name!r}")
-        if machine.is_multiclass:
-            raise KernelCVError("method 'gacv' is defined for binary SVMs (it scores one "
-                                "machine, not held-out classes); use method 'bif' for "
-                                "multiclass data")
-        return self
-
-    def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
-        tic = time.perf_counter()
-        start = {} if previous is None else {"alpha0": previous.alpha,
-                                             "intercept0": previous.intercept}
-        fit = machine.fit(K, y, lam, **start)
-        fit_seconds = time.perf_counter() - tic
-        value = float(gacv(K, y, fit, lam, machine=machine))
-        curvature = newton_curvature(machine.loss.derivatives(y, fit.decision)[1], lam,
-                                     fold_ids)
-        ratio, noise_share = heldout_rounding(K, fit.alpha, fit.intercept, fold_ids,
-                                              curvature)
-        record = {
-            "lam": lam, "score": value, "cv_error": None, "fold_errors": None,
-            "fold_sizes": None, "n_folds": int(fold_ids.max()) + 1, "order_used": None,
-            "degenerate": bool(noise_share > DEGENERATE_SHARE
-                                or ratio < NEGLIGIBLE_RATIO), "heldout_ratio": float(ratio),
-            "seconds": time.perf_counter() - tic, "fit_seconds": fit_seconds, "notes": [],
-        }
-        return record, fit
