@@ -97,12 +97,28 @@ def test_cv_multiclass_summary_and_scheme_option(capsys, multiclass_files):
 def test_select_refuses_multiclass_for_binary_only_methods(capsys, multiclass_files):
     root, *_ = multiclass_files
     for extra, words in ((["--method", "gacv"], "gacv"),
-                         (["--folds", "auto", "--epsilon", "0.2"], "granularity"),
                          (["--method", "rff"], "rff")):
         code, out, err = _run(capsys, ["select", str(root / "train.svm"), "--machine", "svm",
                                        "--no-progress", *extra])
         assert code == 2, (extra, err)
         assert words in err and len(err.strip().splitlines()) == 1
+
+
+def test_select_with_auto_folds_on_multiclass_data(capsys, multiclass_files):
+    """--folds auto: t per lam from eq. 6 (granularity in every record), the choice
+    confirmed by exact refit CV on its own folds."""
+    root, *_ = multiclass_files
+    code, out, err = _run(capsys, ["select", str(root / "train.svm"), "--machine", "svm",
+                                   "--folds", "auto", "--epsilon", "0.3", "--gamma-grid",
+                                   "0.1,1", "--lam-grid", "0.01,0.1", "--no-progress",
+                                   "--json"])
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["folds"] == "auto"
+    assert all(c["granularity"]["n_folds"] == c["n_folds"] for c in report["candidates"])
+    assert len({c["n_folds"] for c in report["candidates"]}) > 1
+    best = report["candidates"][report["best_index"]]
+    assert best["status"] == "confirmed" and best["exact_error"] is not None
 
 
 def test_one_vs_one_is_the_default(capsys, multiclass_files):

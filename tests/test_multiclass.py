@@ -204,6 +204,45 @@ def test_multiclass_folds_are_stratified_kfolds(k, t, seed):
     assert np.array_equal(ours, theirs)
 
 
+@pytest.mark.parametrize("strategy", ["ovo", "ovr"])
+def test_auto_folds_for_multiclass_follow_eq6_and_confirm_on_the_same_folds(strategy):
+    """folds="auto": each lam's t and order from eq. 6 as for a binary machine; its
+    multiclass value is every machine's adaptive BIF (each stopping at its own order) on
+    make_folds(y, t), within the tolerance of the series' limit; the confirmed
+    candidates' exact errors are the wrappers' refit CV on those folds (an independent
+    reference)."""
+    from kernelcv.selection.granularity import adaptive_tolerance, bound_rule
+
+    X, codes = blobs(7, 72, 3, spread=1.0)
+    labels = np.array(["a", "b", "c"])[codes]
+    eps, gamma = 0.5, 0.3
+    result = kc.grid_search(X, labels, "svm", gammas=[gamma], lams=[0.05, 0.2, 1.0],
+                            method="bif", folds="auto", epsilon=eps, multiclass=strategy,
+                            confirm=3)
+    spec = replace(make_machine("svm", multiclass=strategy), n_classes=3)
+    K = Kernel("rbf", gamma)(X)
+    ts = set()
+    for c in result.candidates:
+        choice = bound_rule(eps, delta=0.01, lam=c["lam"], kappa=1.0, n_samples=72)
+        g = c["granularity"]
+        assert (c["n_folds"], g["n_folds"], g["order"]) == (choice.n_folds, choice.n_folds,
+                                                           choice.order)
+        ts.add(c["n_folds"])
+        folds = make_folds(codes.astype(float), choice.n_folds, True, 0)
+        problems = MulticlassCV(K, codes.astype(float), folds, spec)
+        used = problems.evaluate(c["lam"], spec, "bif", order="auto",
+                                 atol=adaptive_tolerance(eps, 0.01))
+        limit = problems.evaluate(c["lam"], spec, "bif", order="inf")
+        assert c["cv_error"] == pytest.approx(used.cv_error, abs=1e-12)
+        assert np.max(np.abs(used.decisions - limit.decisions)) <= \
+            2 * adaptive_tolerance(eps, 0.01)
+        if c["exact_error"] is not None:
+            _, predicted = refit_oracle(X, labels, folds, "svm", strategy, gamma, c["lam"])
+            assert c["exact_error"] == pytest.approx(np.mean(predicted != labels), abs=1e-12)
+    assert len(ts) > 1  # the lam values got different numbers of folds
+    assert len(result.confirmed) == 3
+
+
 def test_bad_multiclass_input_gets_clear_errors():
     X, codes = blobs(0, 40, 3)
     lonely = codes.copy()
@@ -213,9 +252,6 @@ def test_bad_multiclass_input_gets_clear_errors():
         kc.cross_validate(X, lonely, "svm", gamma=0.5, lam=0.01, folds=4)
     with pytest.raises(kc.KernelCVError, match="gacv"):
         kc.grid_search(X, codes, "svm", method="gacv", gammas=[0.5], lams=[0.01])
-    with pytest.raises(kc.KernelCVError, match="granularity"):
-        kc.grid_search(X, codes, "svm", folds="auto", epsilon=0.2, gammas=[0.5],
-                       lams=[0.01])
     with pytest.raises(kc.KernelCVError, match="'ovo' or 'ovr'"):
         kc.cross_validate(X, codes, "svm", gamma=0.5, lam=0.01, multiclass="all")
     with pytest.raises(ValueError):

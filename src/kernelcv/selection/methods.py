@@ -174,9 +174,8 @@ class CVMethod:
         with blas_threads_for(y.shape[0]):
             tic = time.perf_counter()
             K = gram_for_setting(data, setting, memory_budget)
-            state = (MulticlassCV(K, y, fold_ids, machine,
-                                  closed_form=self.criterion == "closed-form")
-                     if machine.is_multiclass else self._setting_state(K, fold_ids, machine))
+            state = (self._multiclass_state(K, y, fold_ids, machine) if machine.is_multiclass
+                     else self._setting_state(K, fold_ids, machine))
             setup = (time.perf_counter() - tic) / len(lams)
             records: list[dict | None] = [None] * len(lams)
             previous = None
@@ -201,6 +200,10 @@ class CVMethod:
         with their own closed forms), built by :meth:`evaluate_setting`.
         """
         return None
+
+    def _multiclass_state(self, K, y, fold_ids, machine):
+        """The state of a multiclass setting: its binary problems on ``fold_ids``."""
+        return MulticlassCV(K, y, fold_ids, machine, closed_form=self.criterion == "closed-form")
 
     def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
         ev = self._evaluate(K, y, fold_ids, lam, machine, state, previous)
@@ -329,9 +332,6 @@ class BIF(CVMethod):
     def bind(self, machine, kernel, random_state=None):
         if self.granularity is None:
             return self
-        if machine.is_multiclass:
-            raise KernelCVError("folds='auto' (granularity selection) is defined for binary "
-                                "machines; give multiclass data a number of folds")
         epsilon = check_tolerance(self.granularity.epsilon, loss_delta(machine))
         return replace(self, granularity=replace(self.granularity, epsilon=epsilon))
 
@@ -356,6 +356,13 @@ class BIF(CVMethod):
     def _setting_state(self, K, fold_ids, machine):
         return {"kappa": float(np.max(np.diag(K))), "folds": {}}
 
+    def _multiclass_state(self, K, y, fold_ids, machine):
+        # With granularity selection every lam has its own t: the binary problems are
+        # laid out per t (``"multiclass"``), on the same folds as a binary search's.
+        if self.granularity is None:
+            return super()._multiclass_state(K, y, fold_ids, machine)
+        return {**self._setting_state(K, fold_ids, machine), "multiclass": {}}
+
     def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
         if self.granularity is None:
             ev = self._evaluate(K, y, fold_ids, lam, machine, state, previous,
@@ -369,14 +376,24 @@ class BIF(CVMethod):
         if t not in state["folds"]:
             state["folds"][t] = make_folds(y, t, machine.is_classifier, random_state)
         folds = state["folds"][t]
+        problems = None  # a binary machine's folds go to evaluate_lam directly
+        if machine.is_multiclass:
+            if t not in state["multiclass"]:
+                state["multiclass"][t] = MulticlassCV(K, y, folds, machine)
+            problems = state["multiclass"][t]
+
+        def evaluate(warm, **options):
+            if problems is not None:
+                return problems.evaluate(lam, machine, self.criterion, warm=warm, **options)
+            return evaluate_lam(K, y, folds, lam, machine, self.criterion, warm=warm,
+                                **options)
+
         # Adaptive rule: same t, stop once the observed series tail is below the tolerance.
-        adaptive = evaluate_lam(K, y, folds, lam, machine, self.criterion, order="auto",
-                                tol=self.tol, atol=adaptive_tolerance(rule.epsilon, delta),
-                                warm=previous)
+        adaptive = evaluate(previous, order="auto", tol=self.tol,
+                            atol=adaptive_tolerance(rule.epsilon, delta))
         ev = adaptive
         if rule.rule == "bound":
-            ev = evaluate_lam(K, y, folds, lam, machine, self.criterion, order=choice.order,
-                              tol=self.tol, warm=adaptive.fit)
+            ev = evaluate(adaptive.fit, order=choice.order, tol=self.tol)
             ev.seconds += adaptive.seconds
         record = cv_record(ev, lam, folds, y, self.scoring)
         record["granularity"] = {"rule": rule.rule, **choice.to_dict(),
