@@ -376,24 +376,18 @@ class BIF(CVMethod):
         if t not in state["folds"]:
             state["folds"][t] = make_folds(y, t, machine.is_classifier, random_state)
         folds = state["folds"][t]
-        problems = None  # a binary machine's folds go to evaluate_lam directly
+        problems = None  # a binary machine: _evaluate calls evaluate_lam on the folds
         if machine.is_multiclass:
             if t not in state["multiclass"]:
                 state["multiclass"][t] = MulticlassCV(K, y, folds, machine)
             problems = state["multiclass"][t]
-
-        def evaluate(warm, **options):
-            if problems is not None:
-                return problems.evaluate(lam, machine, self.criterion, warm=warm, **options)
-            return evaluate_lam(K, y, folds, lam, machine, self.criterion, warm=warm,
-                                **options)
-
         # Adaptive rule: same t, stop once the observed series tail is below the tolerance.
-        adaptive = evaluate(previous, order="auto", tol=self.tol,
-                            atol=adaptive_tolerance(rule.epsilon, delta))
+        adaptive = self._evaluate(K, y, folds, lam, machine, problems, previous, order="auto",
+                                  tol=self.tol, atol=adaptive_tolerance(rule.epsilon, delta))
         ev = adaptive
         if rule.rule == "bound":
-            ev = evaluate(adaptive.fit, order=choice.order, tol=self.tol)
+            ev = self._evaluate(K, y, folds, lam, machine, problems, adaptive.fit,
+                                order=choice.order, tol=self.tol)
             ev.seconds += adaptive.seconds
         record = cv_record(ev, lam, folds, y, self.scoring)
         record["granularity"] = {"rule": rule.rule, **choice.to_dict(),
