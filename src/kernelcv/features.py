@@ -300,19 +300,27 @@ class LinearFeatureModel:
     Parameters
     ----------
     feature_map : a fitted :class:`FeatureMap`.
-    gamma, w, c : the kernel parameter and the linear model.
-    classes : the two original labels ``(negative, positive)`` for a classifier, or None.
+    gamma, w, c : the kernel parameter and the linear model; for a multiclass scheme
+        ``w`` is (D, m) and ``c`` (m,), column p the binary machine p of
+        :func:`kernelcv.machines.multiclass.binary_problems`.
+    classes : the original labels of a classifier, sorted (``(negative, positive)`` for
+        two classes; all k of a multiclass scheme), or None.
+    strategy : the multiclass scheme (``"ovo"`` or ``"ovr"``) when there are more than two
+        classes, else None.
 
     The model predicts through the map's :meth:`FeatureMap.kernel_columns` with
     ``coef_on_columns`` (``w``, or Nystroem's ``P w``), row chunk by row chunk, so a test
-    set is never expanded to n x D at once.
+    set is never expanded to n x D at once. A multiclass model predicts the vote
+    (one-vs-one) or the arg-max (one-vs-rest) of its machines' values.
     """
 
-    def __init__(self, feature_map, gamma, w, c, classes=None, coef_on_columns=None):
+    def __init__(self, feature_map, gamma, w, c, classes=None, coef_on_columns=None,
+                 strategy=None):
         self.feature_map = feature_map
         self.gamma = float(gamma)
         self.w = np.asarray(w, dtype=np.float64)
-        self.c = float(c)
+        self.strategy = strategy
+        self.c = np.asarray(c, dtype=np.float64) if strategy is not None else float(c)
         self.classes = classes
         if coef_on_columns is None:  # (given when a saved model is loaded)
             projection = feature_map.projection(self.gamma)
@@ -325,10 +333,11 @@ class LinearFeatureModel:
         return self.feature_map.n_features
 
     def decision_function(self, X) -> np.ndarray:
-        """``z(x).w + c`` for every row, O(nnz(X) D + n D), in row chunks."""
+        """``z(x).w + c`` for every row, O(nnz(X) D + n D m), in row chunks: (n,), or
+        (n, m) for a multiclass scheme of m machines."""
         fmap = self.feature_map
         step = fmap.chunk_rows or _chunk_rows(fmap.n_features)
-        out = np.empty(X.shape[0])
+        out = np.empty((X.shape[0], *self.coef_on_columns.shape[1:]))
         for start in range(0, X.shape[0], step):
             rows = X[start:start + step]
             out[start:start + step] = fmap.kernel_columns(fmap.base(rows), self.gamma) \
@@ -336,10 +345,16 @@ class LinearFeatureModel:
         return out + self.c
 
     def predict(self, X) -> np.ndarray:
-        """The original labels (f >= 0 gives the positive class), or f for regression."""
+        """The original labels (f >= 0 gives the positive class; multiclass: the scheme's
+        vote or arg-max), or f for regression."""
         f = self.decision_function(X)
         if self.classes is None:
             return f
+        if self.strategy is not None:
+            from .machines.multiclass import predict_codes
+
+            return np.asarray(self.classes)[predict_codes(f, len(self.classes),
+                                                          self.strategy)]
         return np.where(f >= 0, self.classes[1], self.classes[0])
 
     def score(self, X, y) -> float:

@@ -14,7 +14,7 @@ that final machine on the search's folds, one gamma at a time, so that the refin
     LIBSVM is fed its blocks (``kernel="precomputed"``: no kernel evaluations inside the
     solver; 1.3-2.6x faster on splice, measured); without it LIBSVM computes kernel rows
     itself through its cache (no n x n matrix; the caller decides by the memory budget).
-``l2svm``, ``krr``, ``lssvm``
+``l2svm``, ``krr``, ``lssvm``, and every multiclass machine (svm included)
     the kernelcv machine (the search's options) refit on each fold from the Gram matrix
     (:func:`kernelcv.criteria.evaluate.evaluate_lam` with ``method="exact"``).
 
@@ -28,6 +28,7 @@ its refit time that way on the Raetsch sets (simulated on their exact per-fold e
 from __future__ import annotations
 
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
@@ -35,6 +36,7 @@ import numpy as np
 
 from ..exceptions import KernelCVError
 from . import evaluate as evaluation
+from .multiclass import MulticlassCV
 
 # LIBSVM kernel cache of the refits that compute kernel rows themselves (MB).
 SVC_CACHE_MB = 500
@@ -112,24 +114,48 @@ def svc_refit_cv(X, y, fold_ids, gamma: float, lams, K=None, stop_above=None,
 
 
 def machine_refit_cv(K, y, fold_ids, lams, machine) -> list[dict]:
-    """Exact t-fold CV of a kernelcv machine (l2svm, krr, lssvm) for each lam.
+    """Exact t-fold CV of a kernelcv machine (l2svm, krr, lssvm; any multiclass one) per lam.
 
     :func:`~kernelcv.criteria.evaluate.evaluate_lam` with ``method="exact"`` (t refits on
-    blocks of the Gram matrix K) per lam. Returns records as :func:`svc_refit_cv`; a refit
-    that fails (:class:`KernelCVError`, e.g. non-finite predictions at a tiny lam) gives
-    ``cv_error`` and ``fold_errors`` None.
+    blocks of the Gram matrix K) per lam; for a multiclass machine (``y`` class codes)
+    :class:`~kernelcv.criteria.multiclass.MulticlassCV`'s exact refits of every binary
+    machine, the error that of the combined held-out classes. Returns records as
+    :func:`svc_refit_cv`; a refit that fails (:class:`KernelCVError`, e.g. non-finite
+    predictions at a tiny lam) gives ``cv_error`` and ``fold_errors`` None, and a record
+    whose solver stopped at its iteration limit (its ``ConvergenceWarning``, caught here)
+    has ``unconverged`` True.
     """
+    from sklearn.exceptions import ConvergenceWarning
 
+    scheme = None
+    if machine.is_multiclass:  # y are class codes: every binary machine on its rows
+        scheme = MulticlassCV(K, y, fold_ids, machine)
     records = []
     for lam in lams:
         start = time.perf_counter()
-        try:
-            ev = evaluation.evaluate_lam(K, y, fold_ids, float(lam), machine, "exact")
-        except KernelCVError:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            try:
+                if scheme is None:
+                    ev = evaluation.evaluate_lam(K, y, fold_ids, float(lam), machine,
+                                                 "exact")
+                else:
+                    ev = scheme.evaluate(float(lam), machine, "exact")
+            except KernelCVError:
+                ev = None
+        unconverged = False
+        for warning in caught:  # the others go on to the caller's filters
+            if issubclass(warning.category, ConvergenceWarning):
+                unconverged = True
+            else:
+                warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                       warning.lineno)
+        if ev is None:
             records.append({"cv_error": None, "fold_errors": None,
                             "seconds": time.perf_counter() - start})
             continue
         records.append({"cv_error": float(ev.cv_error),
                         "fold_errors": [float(e) for e in ev.fold_errors],
-                        "seconds": float(ev.seconds)})
+                        "seconds": float(ev.seconds),
+                        "unconverged": unconverged})
     return records

@@ -281,30 +281,52 @@ def linear_svm_path_cv(Z, y, fold_ids, lams, loss="squared_hinge", tol=1e-6, max
     errors = np.empty((lams.size, t))
     seconds = np.zeros(lams.size)
     sizes = np.bincount(fold_ids, minlength=t)
-    order = np.argsort(-lams, kind="stable")
     unconverged = 0
     for i in range(t):
         held = fold_ids == i
-        Zt, yt, Zs, ys = Z[~held], y[~held], Z[held], y[held]
-        m = yt.shape[0]
-        w, c, state = None, 0.0, {}
-        for k in order:
-            tic = time.perf_counter()
-            if loss == "squared_hinge":
-                w, c, _, ok = squared_hinge_fit(Zt, yt, lams[k], w, c, tol=tol,
-                                                max_iter=max_iter, state=state,
-                                                fit_intercept=fit_intercept)
-            else:
-                w, c, ok = _liblinear_hinge(Zt, yt, 1.0 / (2.0 * m * lams[k]), random_state,
-                                            fit_intercept)
-            unconverged += not ok
-            errors[k, i] = _errors(Zs @ w + c, ys, True)
-            seconds[k] += time.perf_counter() - tic
-    notes = []
-    if unconverged:
-        notes.append(f"{unconverged} of {lams.size * t} {loss} fits stopped at the "
-                     "iteration limit")
-    return PathCV(lams, errors, sizes, seconds, notes)
+        values, fold_seconds, missed = svm_heldout_values(
+            Z[~held], y[~held], Z[held], lams, loss, tol=tol, max_iter=max_iter,
+            random_state=random_state, fit_intercept=fit_intercept)
+        for k in range(lams.size):
+            errors[k, i] = _errors(values[:, k], y[held], True)
+        seconds += fold_seconds
+        unconverged += missed
+    return PathCV(lams, errors, sizes, seconds, unconverged_notes(unconverged, lams.size * t,
+                                                                   loss))
+
+
+def unconverged_notes(unconverged: int, fits: int, loss: str) -> list[str]:
+    """The note on fits that stopped at their iteration limit (none when all converged)."""
+    if not unconverged:
+        return []
+    return [f"{unconverged} of {fits} {loss} fits stopped at the iteration limit"]
+
+
+def svm_heldout_values(Zt, yt, Zs, lams, loss="squared_hinge", tol=1e-6, max_iter=100,
+                       random_state=0, fit_intercept=True):
+    """The values ``Zs w + c`` of the linear SVMs trained on ``(Zt, yt)`` at every lam.
+
+    ``squared_hinge``: :func:`squared_hinge_fit` along decreasing lam, each fit
+    warm-started from the previous one; ``hinge``: LIBLINEAR with ``C = 1 / (2 m lam)``
+    (m = len(yt)), cold. Returns ``(values (s, k), seconds (k,), unconverged fits)``.
+    """
+    lams = np.asarray(lams, dtype=np.float64)
+    values = np.empty((Zs.shape[0], lams.size))
+    seconds = np.zeros(lams.size)
+    m = yt.shape[0]
+    w, c, state, unconverged = None, 0.0, {}, 0
+    for k in np.argsort(-lams, kind="stable"):
+        tic = time.perf_counter()
+        if loss == "squared_hinge":
+            w, c, _, ok = squared_hinge_fit(Zt, yt, lams[k], w, c, tol=tol, max_iter=max_iter,
+                                            state=state, fit_intercept=fit_intercept)
+        else:
+            w, c, ok = _liblinear_hinge(Zt, yt, 1.0 / (2.0 * m * lams[k]), random_state,
+                                        fit_intercept)
+        unconverged += not ok
+        values[:, k] = Zs @ w + c
+        seconds[k] += time.perf_counter() - tic
+    return values, seconds, unconverged
 
 
 def _liblinear_hinge(Z, y, C, random_state, fit_intercept=True):

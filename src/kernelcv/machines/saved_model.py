@@ -21,8 +21,10 @@ A feature-space model (format version 2, header ``"model": "feature_space"``) st
 instead its map -- ``W0`` and ``b`` (RFF) or the landmark rows ``landmarks`` (or
 ``L_data``/``L_indices``/``L_indptr``, CSR) -- the linear coefficients ``coef``, their
 image ``coef_on_columns`` on the map's kernel columns (what prediction multiplies),
-``intercept`` and ``classes``; the header has the map (kind, D, gamma, seed). Version 1
-files (kernel models) still load.
+``intercept`` and ``classes``; the header has the map (kind, D, gamma, seed). A multiclass
+feature-space model has one column of ``coef``/``coef_on_columns`` and one ``intercept``
+per binary machine of its scheme (the header's ``machine.multiclass``) and all its
+``classes``. Version 1 files (kernel models) still load.
 """
 
 from __future__ import annotations
@@ -161,7 +163,7 @@ def _feature_model(model: LinearFeatureModel, machine, lam):
     """The arrays and header of a feature-space model."""
     fmap = model.feature_map
     arrays = {"coef": model.w, "coef_on_columns": model.coef_on_columns,
-              "intercept": np.array([model.c])}
+              "intercept": np.atleast_1d(np.asarray(model.c, dtype=np.float64))}
     if fmap.kind == "rff":
         arrays.update(W0=np.asarray(fmap.W0_), b=np.asarray(fmap.b_))
     elif sp.issparse(fmap.landmarks_):
@@ -319,11 +321,19 @@ def _feature_model_of(arrays, header) -> LinearFeatureModel:
             raise ValueError("the landmarks do not fit the feature map")
         fmap.set_landmarks(L)
     coef, columns, intercept = arrays["coef"], arrays["coef_on_columns"], arrays["intercept"]
+    classes = arrays.get("classes")
+    if classes is not None and classes.ndim == 1 and classes.size > 2:  # a scheme
+        strategy = header["machine"]["multiclass"]
+        k = classes.size
+        m = k if strategy == "ovr" else k * (k - 1) // 2
+        if coef.shape != (D, m) or columns.shape != (D, m) or intercept.shape != (m,):
+            raise ValueError("the classes do not fit the coefficients")
+        return LinearFeatureModel(fmap, float(spec["gamma"]), coef, intercept, tuple(classes),
+                                  coef_on_columns=columns, strategy=strategy)
     if coef.shape != (D,) or columns.shape != (D,) or intercept.shape != (1,):
         raise ValueError("array shapes do not fit together")
-    classes = arrays.get("classes")
     if classes is not None and classes.shape != (2,):
-        raise ValueError("a feature-space classifier has two classes")
+        raise ValueError("a feature-space classifier has two classes or more")
     return LinearFeatureModel(fmap, float(spec["gamma"]), coef, float(intercept[0]),
                               None if classes is None else tuple(classes),
                               coef_on_columns=columns)

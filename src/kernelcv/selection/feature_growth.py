@@ -287,7 +287,7 @@ def grow_features(method, settings, setting_lams, rows, shared, execution, X=Non
         fmap = draw.prefix(D)
         round_tic = time.perf_counter()
         execution.report(f"features D={D}", 0, len(active))
-        if method.feature_loss == "square":
+        if method.feature_loss == "square" and not method.is_multiclass:
             records = _sums_round(rows, fmap, settings, setting_lams, active, method, n)
         elif X is None:
             records = _newton_round(rows, fmap, settings, setting_lams, active, method, n)

@@ -18,6 +18,7 @@ from typing import ClassVar
 import numpy as np
 
 from .._threads import blas_threads_for
+from ..criteria.feature_multiclass import multiclass_path_cv
 from ..criteria.random_features import LOSSES, c_to_lam, paper_cs, paper_gammas, path_cv
 from ..exceptions import KernelCVError
 from ..features import (
@@ -43,7 +44,13 @@ from .feature_growth import (
     sums_memory,
 )
 from .methods import CVMethod
-from .refine import REFINE_MAX_EVALS, check_refine, check_refine_memory, refine_wanted
+from .refine import (
+    REFINE_MAX_EVALS,
+    check_refine,
+    check_refine_memory,
+    refine_wanted,
+    refit_name,
+)
 from .rowmap import LocalRows
 
 # Machines a random-feature search supports, with their default loss in feature space
@@ -194,17 +201,24 @@ class FeatureSpace(CVMethod):
     growth: object = field(default=None, compare=False, repr=False)
     # Resolved by bind(): the machine, its task and the feature-space intercept.
     machine_name: str = ""
+    refit_machine: str = ""
     classifier: bool = True
     feature_intercept: bool = False
+    # more than two classes: their number and the scheme ("ovo"/"ovr"); else 2 and None
+    n_classes: int = 2
+    strategy: str | None = None
 
     def bind(self, machine: Machine, kernel: str, random_state=None):
         """Check the options against the machine; resolve the loss, seed and intercept.
 
         The feature-space model has a free intercept exactly when the machine has one
         (krr never; lssvm, l2svm, svm and svr by default), so the linear model, the
-        refinement's refits and the final kernel machine agree. The svm's refinement and
-        final fit are LIBSVM's ``SVC``, which always has an intercept: svm without one is
-        refused.
+        refinement's refits and the final kernel machine agree. The binary svm's
+        refinement and final fit are LIBSVM's ``SVC``, which always has an intercept: svm
+        without one is refused. With more than two classes every binary machine of the
+        scheme is a linear machine in feature space
+        (:mod:`kernelcv.criteria.feature_multiclass`), and the refinement and final fit
+        are the kernelcv multiclass machine (svm: the Huber SVMs of the other methods).
         """
         check_feature_options(machine.name, kernel, None, self.features, self.feature_map,
                               self.feature_loss)
@@ -213,10 +227,7 @@ class FeatureSpace(CVMethod):
         if self.scoring is not None:
             raise KernelCVError("method 'rff' ranks by the feature-space CV error; a "
                                 "scoring needs held-out values: use method 'bif' or 'exact'")
-        if machine.is_multiclass:
-            raise KernelCVError("method 'rff' is binary for now; for more than two classes "
-                                "use method 'bif' (or 'closed-form' for krr/lssvm)")
-        if machine.name == "svm" and not machine.fit_intercept:
+        if machine.name == "svm" and not machine.fit_intercept and not machine.is_multiclass:
             raise KernelCVError("method 'rff' refines and fits svm as LIBSVM's SVC, which "
                                 "always has an intercept: drop fit_intercept=False "
                                 "(--no-intercept) or use machine 'l2svm'")
@@ -234,8 +245,10 @@ class FeatureSpace(CVMethod):
             min_features=int(self.min_features), feature_time=float(self.feature_time),
             feature_tol=float(self.feature_tol),
             feature_seed=int(seed), refine_evals=int(self.refine_evals),
-            machine_name=machine.name, classifier=machine.is_classifier,
-            feature_intercept=bool(machine.fit_intercept))
+            machine_name=machine.name, refit_machine=refit_name(machine),
+            classifier=machine.is_classifier, feature_intercept=bool(machine.fit_intercept),
+            n_classes=machine.n_classes if machine.is_multiclass else 2,
+            strategy=machine.multiclass if machine.is_multiclass else None)
 
     def default_gammas(self):
         return paper_gammas()
@@ -247,6 +260,11 @@ class FeatureSpace(CVMethod):
     def adaptive(self) -> bool:
         """Whether D grows (``features="auto"``)."""
         return self.features == "auto"
+
+    @property
+    def is_multiclass(self) -> bool:
+        """Whether the machines are a multiclass scheme (more than two classes)."""
+        return self.strategy is not None
 
     @property
     def checkpointable(self) -> bool:
@@ -275,7 +293,8 @@ class FeatureSpace(CVMethod):
         """
         streamed = is_row_source(X)
         D = min(self.min_features, n_samples) if self.adaptive else self.features
-        if not streamed and (not self.adaptive or self.feature_loss != "square"):
+        if not streamed and (not self.adaptive or self.feature_loss != "square"
+                             or self.is_multiclass):
             estimate = check_feature_memory(X, D, self.feature_map, workers, memory_budget)
         else:
             estimate = sums_memory(D, 10, 1, chunk_rows_for(D, row_bytes(X)), row_bytes(X),
@@ -291,7 +310,7 @@ class FeatureSpace(CVMethod):
                     f"({'its first size' if self.adaptive else 'fixed'}), more than the "
                     f"memory budget {format_bytes(limit)}; {hint}raise the budget with "
                     "--memory-budget")
-        check_refine_memory(self.refine, self.machine_name, n_samples, memory_budget)
+        check_refine_memory(self.refine, self.refit_machine, n_samples, memory_budget)
         return estimate
 
     def config_entries(self, machine):
@@ -332,6 +351,10 @@ class FeatureSpace(CVMethod):
         if not (self.adaptive or streamed or cluster):
             return None
         notes = []
+        if (streamed or cluster) and self.is_multiclass:
+            raise KernelCVError("method 'rff' with more than two classes evaluates the "
+                                "binary machines on the features in memory; load the rows "
+                                "in memory (no --stream) and run without a Dask cluster")
         if streamed or cluster:
             self._check_streamed(y.shape[0], notes, streamed)
         with _feature_threads(y.shape[0], self.max_features):
@@ -384,9 +407,15 @@ class FeatureSpace(CVMethod):
         with _feature_threads(n, self.features):
             Z = data["map"].features(data["base"], setting["gamma"])
             check_finite_features(Z, f"the features at gamma = {setting['gamma']:g}")
-            path = path_cv(Z, y, fold_ids, lams, self.feature_loss,
-                           classifier=self.classifier, random_state=self.feature_seed,
-                           fit_intercept=self.feature_intercept)
+            if self.is_multiclass:
+                path = multiclass_path_cv(Z, y, fold_ids, lams, self.feature_loss,
+                                          self.n_classes, self.strategy,
+                                          random_state=self.feature_seed,
+                                          fit_intercept=self.feature_intercept)
+            else:
+                path = path_cv(Z, y, fold_ids, lams, self.feature_loss,
+                               classifier=self.classifier, random_state=self.feature_seed,
+                               fit_intercept=self.feature_intercept)
         setup = (time.perf_counter() - tic - path.seconds.sum()) / len(lams)
         return path_records(path, lams, n, data["map"].n_features, setup)
 

@@ -1,15 +1,16 @@
 """The final model of a random-feature search: the exact kernel machine or the linear one.
 
 After a feature-space search (``method="rff"``) the chosen (gamma, lam) is fit once on all
-the training data, either as the exact kernel machine (LIBSVM's SVC for svm; for the other
-machines a clone of the kernelcv estimator the caller passes, or else the same fit as a
-:class:`kernelcv.machines.model.KernelModel`) or, for large n (above ``kernel_limit``,
-default 100,000 samples, where one exact SVC fit costs O(n^2)-O(n^3)), as the linear
-machine in feature space with more features than the search used (``final_features``,
-default twice the search's D): a fresh nested draw of the search's map and seed. With
-the square loss that fit needs only sums over row chunks (no n x D matrix:
-:func:`kernelcv.criteria.feature_sums.square_full_model`). scikit-learn (SVC, ``clone``)
-is imported only by the branches that use it.
+the training data, either as the exact kernel machine (LIBSVM's SVC for a binary svm; for
+the other machines and every multiclass one a clone of the kernelcv estimator the caller
+passes, or else the same fit as a :class:`kernelcv.machines.model.KernelModel`) or, for
+large n (above ``kernel_limit``, default 100,000 samples, where one exact SVC fit costs
+O(n^2)-O(n^3)), as the linear machine in feature space with more features than the search
+used (``final_features``, default twice the search's D): a fresh nested draw of the
+search's map and seed (every binary machine of a multiclass scheme on the same features,
+in memory). With the square loss that fit needs only sums over row chunks (no n x D
+matrix: :func:`kernelcv.criteria.feature_sums.square_full_model`). scikit-learn (SVC,
+``clone``) is imported only by the branches that use it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..criteria.feature_multiclass import fit_multiclass_linear
 from ..criteria.feature_newton import squared_hinge_sums_path
 from ..criteria.feature_sums import chunk_square_sums, square_full_model
 from ..criteria.random_features import fit_linear
@@ -27,6 +29,7 @@ from ..machines.model import KernelModel
 from ..memory import check_dense_budget
 from ..rowchunks import ArraySource, chunk_rows_for, is_row_source
 from ..validation import check_data
+from .refine import refit_name
 from .rowmap import LocalRows
 
 FINAL_KERNEL_LIMIT = 100_000  # samples beyond which final="auto" fits in feature space
@@ -138,7 +141,9 @@ def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimat
     best = result.best if best is None else best
     gamma, lam = float(best["gamma"]), float(best["lam"])
     n = y.shape[0]
-    machine = result.machine
+    spec = result.machine_spec
+    svc = result.machine == "svm" and not spec.is_multiclass
+    machine = result.machine if svc or not spec.is_multiclass else refit_name(spec)
     limit = FINAL_KERNEL_LIMIT if kernel_limit is None else int(kernel_limit)
     notes = []
     kind = final
@@ -171,7 +176,7 @@ def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimat
         model = _fit_in_feature_space(X, y, result, gamma, lam,
                                       final_feature_count(result, n, final_features), rows)
         return model, "linear", notes
-    if machine == "svm":
+    if svc:
         from sklearn.svm import SVC
 
         svc = SVC(C=float(1.0 / (2.0 * n * lam)), gamma=gamma, kernel="rbf",
@@ -199,6 +204,8 @@ def _fit_in_feature_space(X, y, result, gamma, lam, n_features, rows=None):
     O(chunk D + D^2) memory; the hinge losses fit on the n x D features in memory.
     """
     space = result.criterion
+    if space.is_multiclass:
+        return _multiclass_in_feature_space(X, y, space, gamma, lam, n_features)
     _, y_pm, mapping = _pm_labels(y, space.classifier)
     classes = (mapping[-1], mapping[1]) if mapping is not None else None
     if rows is None:  # one "fold" of all rows (the second, so that model 0 has them all)
@@ -223,6 +230,19 @@ def _fit_in_feature_space(X, y, result, gamma, lam, n_features, rows=None):
                           random_state=space.feature_seed,
                           fit_intercept=space.feature_intercept)
     return LinearFeatureModel(fmap, gamma, w, c, classes)
+
+
+def _multiclass_in_feature_space(X, y, space, gamma, lam, n_features):
+    """Every binary machine of the search's scheme in feature space, on X in memory
+    (:func:`~kernelcv.criteria.feature_multiclass.fit_multiclass_linear`)."""
+    _, codes, mapping = check_data(np.zeros((y.shape[0], 1)), y, True, multiclass=True)
+    fmap = FeatureMap(space.feature_map, n_features, space.feature_seed, nested=True).fit(X)
+    W, c = fit_multiclass_linear(fmap.transform(X, gamma), codes, lam, space.feature_loss,
+                                 space.n_classes, space.strategy,
+                                 random_state=space.feature_seed,
+                                 fit_intercept=space.feature_intercept)
+    classes = tuple(mapping[code] for code in sorted(mapping))
+    return LinearFeatureModel(fmap, gamma, W, c, classes, strategy=space.strategy)
 
 
 def svc_as_kernel_model(model: ChunkedSVC, machine, gamma: float, lam: float) -> KernelModel:

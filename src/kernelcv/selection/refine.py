@@ -47,6 +47,17 @@ REFINE_AUTO_LIMIT = 5000
 REFINE_MAX_EVALS = 30
 
 
+def refit_name(machine) -> str:
+    """What the refinement refits for a :class:`~kernelcv.machines.Machine`: ``"svm"`` for
+    the binary svm (scikit-learn's SVC), else the kernelcv machine, multiclass ones named
+    with their scheme (``"one-vs-one svm"``: the Huber SVMs of the other methods).
+    The functions below that take a ``machine`` string take this name."""
+    if not machine.is_multiclass:
+        return machine.name
+    scheme = "one-vs-one" if machine.multiclass == "ovo" else "one-vs-rest"
+    return f"{scheme} {machine.name}"
+
+
 def refit_matrices(machine: str, workers: int = 1) -> float:
     """Dense n x n matrices the exact refits hold at once.
 
@@ -161,7 +172,8 @@ class RefitEvaluator:
     Parameters
     ----------
     X, y, fold_ids : the search's data (labels +-1 for classifiers) and folds.
-    machine : the search's :class:`kernelcv.machines.Machine` (svm refits are SVC's).
+    machine : the search's :class:`kernelcv.machines.Machine` (binary svm refits are
+        SVC's; see :func:`refit_name`).
     average : "pooled" or "folds" (see :func:`kernelcv.selection.search.grid_search`).
     workers : threads fitting the folds of one SVC refit CV at once (svm only).
     memory_budget : bytes or e.g. "8G" (see :mod:`kernelcv.memory`).
@@ -173,7 +185,7 @@ class RefitEvaluator:
         self.machine_spec, self.average = machine, average
         # threads beyond the number of folds would never run (svc_refit_cv caps them)
         self.workers = min(max(int(workers), 1), int(fold_ids.max()) + 1)
-        self.machine = machine.name
+        self.machine = refit_name(machine)
         budget = memory_budget
         self.factory, self._gram_gamma, self._gram_cache = None, None, None
         if dense_refits_fit(self.machine, y.shape[0], budget, self.workers):
@@ -268,6 +280,8 @@ def refine_walk(candidates, start: int, evaluate, max_evals=REFINE_MAX_EVALS,
                              status="refined")
         if record["error"] is not None and record.get("fold_errors") is not None:
             candidates[i]["exact_fold_errors"] = [float(e) for e in record["fold_errors"]]
+        if record.get("unconverged"):
+            candidates[i]["exact_unconverged"] = True
         if record.get("pruned"):
             candidates[i].update(status="pruned",
                                  exact_error_at_least=record["error_at_least"])
@@ -308,7 +322,7 @@ def refine_search(X, y, fold_ids, candidates, start, machine, average, refine, m
     Returns the chosen index (``start`` when not refined), the visited indices and notes.
     """
     n = y.shape[0]
-    spec, machine = machine, machine.name
+    spec, machine = machine, refit_name(machine)
     if not refine_wanted(refine, n):
         if refine == "auto":
             return start, [], [
@@ -328,6 +342,10 @@ def refine_search(X, y, fold_ids, candidates, start, machine, average, refine, m
              if first != start else "the feature-space choice (a corner of the grid)")
     note = (f"refined by exact refit CV of the final {final}: {len(visited)} grid points "
             f"visited from {where}")
+    stopped = [i for i in visited if candidates[i].get("exact_unconverged")]
+    if stopped:
+        note += (f" ({len(stopped)} of their exact refit CVs had fits stopped at the solver's "
+                 "iteration limit: their errors may be inexact)")
     pruned = [i for i in visited if candidates[i]["status"] == "pruned"]
     if pruned:
         note += (f" ({len(pruned)} of them stopped early, once their first folds exceeded "

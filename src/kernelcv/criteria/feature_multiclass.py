@@ -1,0 +1,164 @@
+"""Feature-space CV of a multiclass scheme: one linear machine per binary problem.
+
+The binary machines of :func:`kernelcv.machines.multiclass.binary_problems` (one-vs-one:
+one per pair of classes on the pair's rows; one-vs-rest: one per class on all rows) are
+linear machines on the features Z, each with its own objective over its m training
+rows, ``(1/m) sum loss(y_j, z_j.w + c) + lam ||w||^2`` (the same lam for every machine
+and fold, as the kernel machines of :mod:`kernelcv.criteria.multiclass`). For fold i each
+machine is trained on its rows outside fold i and gives a value to **every** row of fold
+i (one-vs-one: the other classes' rows too); the held-out class is the vote (one-vs-one)
+or the arg-max (one-vs-rest) of those values (:func:`kernelcv.machines.multiclass.predict_codes`),
+and the CV error is the multiclass 0-1 error. This is exactly what refitting scikit-learn's
+``OneVsOneClassifier`` / ``OneVsRestClassifier`` on each fold's training part computes.
+
+Losses (see :mod:`kernelcv.criteria.random_features`):
+
+``square``
+    every lam from one symmetric eigendecomposition per (fold, machine)
+    (:func:`ridge_heldout_values`), of the D x D centred Gram ``Zc^T Zc`` or, when the
+    machine has fewer training rows m than features, of the m x m ``Zc Zc^T`` (the same
+    model, ``w = Zc^T alpha``). One-vs-rest machines share their training rows, so one
+    decomposition per fold serves every class (the targets are right-hand sides).
+    Cost per (fold, machine): O(m D min(m, D) + min(m, D)^3 + s D min(m, D) + s k min(m, D)).
+``squared_hinge``, ``hinge``
+    :func:`~kernelcv.criteria.random_features.svm_heldout_values` per (fold, machine): the
+    primal Newton path warm-started along lam, or LIBLINEAR cold fits.
+
+One-vs-one with k classes has k (k - 1) / 2 machines on about 2n/k rows each.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..machines.multiclass import binary_problems, predict_codes
+from .random_features import (
+    PathCV,
+    _liblinear_hinge,
+    square_fit,
+    squared_hinge_fit,
+    svm_heldout_values,
+    unconverged_notes,
+)
+
+
+def ridge_heldout_values(Zt, Yt, Zs, lams, fit_intercept=True) -> np.ndarray:
+    """Values on ``Zs`` of feature-space ridge trained on ``(Zt, Yt)`` at every lam.
+
+    Each column j of ``Yt`` (m x q) is one machine's targets on the shared rows Zt:
+    ``(w_j, c_j) = argmin (1/m) ||Yt[:, j] - Zt w - c||^2 + lam ||w||^2``. With the means
+    mu, ybar (zero without intercept), ``Zc = Zt - mu`` and the eigendecomposition of the
+    smaller of ``Zc^T Zc = Q L Q^T`` (D <= m) and ``Zc Zc^T = U L U^T`` (m < D):
+    ``f(Zs) = (Zs - mu) V (B / (L + m lam)) + ybar`` with ``V = Q``, ``B = Q^T Zc^T Yc``
+    or ``V = Zc^T U``, ``B = U^T Yc``. Returns (s, q, k).
+    """
+    lams = np.asarray(lams, dtype=np.float64)
+    m, D = Zt.shape
+    if fit_intercept:
+        mu, ybar = Zt.mean(axis=0), Yt.mean(axis=0)
+    else:
+        mu, ybar = np.zeros(D), np.zeros(Yt.shape[1])
+    Zc, Yc = Zt - mu, Yt - ybar
+    if D <= m:
+        values, Q = np.linalg.eigh(Zc.T @ Zc)
+        B = Q.T @ (Zc.T @ Yc)
+        P = (Zs - mu) @ Q
+    else:
+        values, U = np.linalg.eigh(Zc @ Zc.T)
+        B = U.T @ Yc
+        P = ((Zs - mu) @ Zc.T) @ U
+    values = np.maximum(values, 0.0)  # PSD; rounding may leave tiny negatives
+    coef = B[:, :, None] / (values[:, None, None] + m * lams[None, None, :])
+    return np.einsum("sr,rqk->sqk", P, coef) + ybar[None, :, None]
+
+
+def _training_rows(problem, held):
+    """The rows a machine trains on without fold ``held`` (a mask of the fold's rows)."""
+    if problem.rows is None:
+        return np.flatnonzero(~held)
+    return problem.rows[~held[problem.rows]]
+
+
+def multiclass_path_cv(Z, codes, fold_ids, lams, loss, n_classes: int, strategy: str,
+                       random_state=0, fit_intercept=True, tol=1e-6, max_iter=100) -> PathCV:
+    """Exact t-fold CV of a multiclass scheme of linear machines on Z, every lam.
+
+    Parameters
+    ----------
+    Z : (n, D) features.
+    codes : (n,) class codes ``0..n_classes-1``.
+    fold_ids : (n,) fold ids ``0..t-1``; every training part should hold every class.
+    lams : lam values (> 0).
+    loss : ``"square"``, ``"squared_hinge"`` or ``"hinge"``.
+    strategy : ``"ovo"`` or ``"ovr"``.
+
+    Returns
+    -------
+    PathCV
+        ``fold_errors`` the multiclass 0-1 error of each fold and lam.
+    """
+    tic = time.perf_counter()
+    lams = np.asarray(lams, dtype=np.float64)
+    codes = np.asarray(codes).astype(np.intp)
+    problems = binary_problems(codes, n_classes, strategy)
+    n, t, k = codes.shape[0], int(fold_ids.max()) + 1, lams.size
+    signs = [np.where(codes == p.positive, 1.0, -1.0) for p in problems]
+    decisions = np.empty((n, len(problems), k))
+    unconverged = 0
+    for i in range(t):
+        held = fold_ids == i
+        Zs = Z[held]
+        if loss == "square" and strategy == "ovr":
+            train = ~held
+            Y = np.column_stack([sign[train] for sign in signs])
+            decisions[held] = ridge_heldout_values(Z[train], Y, Zs, lams, fit_intercept)
+            continue
+        for p, problem in enumerate(problems):
+            rows = _training_rows(problem, held)
+            Zt, yt = Z[rows], signs[p][rows]
+            if loss == "square":
+                decisions[held, p] = ridge_heldout_values(Zt, yt[:, None], Zs, lams,
+                                                          fit_intercept)[:, 0]
+            else:
+                decisions[held, p], _, missed = svm_heldout_values(
+                    Zt, yt, Zs, lams, loss, tol=tol, max_iter=max_iter,
+                    random_state=random_state, fit_intercept=fit_intercept)
+                unconverged += missed
+    predicted = predict_codes(decisions.transpose(0, 2, 1).reshape(n * k, len(problems)),
+                              n_classes, strategy).reshape(n, k)
+    wrong = (predicted != codes[:, None]).astype(np.float64)
+    sizes = np.bincount(fold_ids, minlength=t)
+    errors = np.zeros((t, k))
+    np.add.at(errors, fold_ids, wrong)
+    fold_errors = (errors / np.maximum(sizes, 1)[:, None]).T
+    seconds = np.full(k, (time.perf_counter() - tic) / k)
+    notes = unconverged_notes(unconverged, k * t * len(problems), loss)
+    return PathCV(lams, fold_errors, sizes, seconds, notes)
+
+
+def fit_multiclass_linear(Z, codes, lam, loss, n_classes: int, strategy: str,
+                          random_state=0, fit_intercept=True):
+    """Every binary machine of the scheme on all its rows: ``(W (D, m), c (m,))``.
+
+    Column p is machine p of :func:`~kernelcv.machines.multiclass.binary_problems`.
+    Cost: m machine fits (square: O(rows D^2 + D^3) each).
+    """
+    codes = np.asarray(codes).astype(np.intp)
+    problems = binary_problems(codes, n_classes, strategy)
+    W = np.empty((Z.shape[1], len(problems)))
+    c = np.empty(len(problems))
+    everything = np.zeros(codes.shape[0], dtype=bool)
+    for p, problem in enumerate(problems):
+        rows = _training_rows(problem, everything)
+        Zt, yt = Z[rows], np.where(codes[rows] == problem.positive, 1.0, -1.0)
+        if loss == "square":
+            W[:, p], c[p] = square_fit(Zt, yt, lam, fit_intercept)
+        elif loss == "squared_hinge":
+            W[:, p], c[p] = squared_hinge_fit(Zt, yt, lam, fit_intercept=fit_intercept)[:2]
+        else:
+            W[:, p], c[p] = _liblinear_hinge(Zt, yt, 1.0 / (2.0 * yt.shape[0] * lam),
+                                             random_state, fit_intercept)[:2]
+    return W, c
+
