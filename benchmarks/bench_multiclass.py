@@ -9,7 +9,8 @@ default 21 gamma x 15 lam (``--quick``: the 11 x 8 sub-grid), 10 stratified fold
 ``GridSearchCV(SVC)`` and ``HalvingGridSearchCV(SVC)`` (SVC is one-vs-one) search the
 same grid with ``C = 1/(2 n lam)`` on the same folds; kernelcv is the command line a user
 types (``kernelcv select TRAIN --machine svm --multiclass S --fold-ids ... --test TEST
---json``, whole process timed), for each scheme S of ``--schemes`` (default ovo ovr).
+--json``, whole process timed), for each scheme S of ``--schemes`` (default ovo ovr;
+``rff-ovo``/``rff-ovr`` run ``--method rff`` with that scheme on the same grid and folds).
 Every timed run has one BLAS thread. Output: one line per run, then a Markdown table
 (median seconds over splits, ratios of the medians, mean test errors) and a paired t-test
 over all (set, split) pairs per scheme (H1: kernelcv's test error above GridSearchCV's,
@@ -102,7 +103,7 @@ def run_split(name, seed, X, y, args, directory):
                     continue
                 _keep_fastest(row["runs"], kind, result)
         for scheme in args.schemes:
-            result = run_kernelcv("svm", files, gammas, lams, ["--multiclass", scheme])
+            result = run_kernelcv("svm", files, gammas, lams, scheme_options(scheme))
             _keep_fastest(row["runs"], scheme, result)
     if not args.skip_peers:
         for kind in ("grid", "halving"):
@@ -125,6 +126,14 @@ def run_split(name, seed, X, y, args, directory):
               f"{_rounds(result)}  test error "
               f"{'failed' if error is None else f'{error:.4f}'}{ratio}", flush=True)
     return row
+
+
+def scheme_options(scheme):
+    """Command-line options of a ``--schemes`` entry: ``ovo``/``ovr`` (the default method),
+    ``rff-ovo``/``rff-ovr`` (``--method rff`` on the same grid and folds)."""
+    if scheme.startswith("rff-"):
+        return ["--multiclass", scheme[4:], "--method", "rff"]
+    return ["--multiclass", scheme]
 
 
 def _keep_fastest(runs, key, result):
@@ -198,7 +207,9 @@ def main():
     parser.add_argument("--sets", nargs="+", default=SETS, choices=SETS)
     parser.add_argument("--splits", type=int, default=5)
     parser.add_argument("--schemes", nargs="+", default=["ovo", "ovr"],
-                        choices=["ovo", "ovr"])
+                        choices=["ovo", "ovr", "rff-ovo", "rff-ovr"],
+                        help="rff-ovo / rff-ovr: method rff (random-feature CV, then its "
+                             "exact refinement) with that scheme")
     parser.add_argument("--quick", action="store_true", help="11 x 8 sub-grid")
     parser.add_argument("--skip-peers", action="store_true")
     parser.add_argument("--repeats", type=int, default=1,
