@@ -495,7 +495,7 @@ def test_cli_refine_report_and_errors(tmp_path, capsys):
 
 
 def test_edge_note_blames_the_features_only_before_an_exact_check():
-    from kernelcv.selection.feature_space import edge_notes
+    from kernelcv.selection.feature_notes import edge_notes
 
     candidates = _grid_candidates(np.arange(9.0).reshape(3, 3))  # best: smallest gamma
     (note,) = edge_notes(candidates, 0, 30)
