@@ -300,27 +300,24 @@ class LinearFeatureModel:
     Parameters
     ----------
     feature_map : a fitted :class:`FeatureMap`.
-    gamma, w, c : the kernel parameter and the linear model; for a multiclass scheme
-        ``w`` is (D, m) and ``c`` (m,), column p the binary machine p of
-        :func:`kernelcv.machines.multiclass.binary_problems`.
-    classes : the original labels of a classifier, sorted (``(negative, positive)`` for
-        two classes; all k of a multiclass scheme), or None.
-    strategy : the multiclass scheme (``"ovo"`` or ``"ovr"``) when there are more than two
-        classes, else None.
+    gamma, w, c : the kernel parameter and the linear model (``w`` (D, m) and ``c`` (m,)
+        for m machines on the same features: see
+        :class:`kernelcv.machines.multiclass.MulticlassFeatureModel`).
+    classes : the two original labels ``(negative, positive)`` for a classifier, or None.
 
     The model predicts through the map's :meth:`FeatureMap.kernel_columns` with
     ``coef_on_columns`` (``w``, or Nystroem's ``P w``), row chunk by row chunk, so a test
-    set is never expanded to n x D at once. A multiclass model predicts the vote
-    (one-vs-one) or the arg-max (one-vs-rest) of its machines' values.
+    set is never expanded to n x D at once.
     """
 
-    def __init__(self, feature_map, gamma, w, c, classes=None, coef_on_columns=None,
-                 strategy=None):
+    #: the multiclass scheme of a subclass with several machines (None: one machine)
+    strategy = None
+
+    def __init__(self, feature_map, gamma, w, c, classes=None, coef_on_columns=None):
         self.feature_map = feature_map
         self.gamma = float(gamma)
         self.w = np.asarray(w, dtype=np.float64)
-        self.strategy = strategy
-        self.c = np.asarray(c, dtype=np.float64) if strategy is not None else float(c)
+        self.c = float(c) if np.ndim(c) == 0 else np.asarray(c, dtype=np.float64)
         self.classes = classes
         if coef_on_columns is None:  # (given when a saved model is loaded)
             projection = feature_map.projection(self.gamma)
@@ -345,16 +342,10 @@ class LinearFeatureModel:
         return out + self.c
 
     def predict(self, X) -> np.ndarray:
-        """The original labels (f >= 0 gives the positive class; multiclass: the scheme's
-        vote or arg-max), or f for regression."""
+        """The original labels (f >= 0 gives the positive class), or f for regression."""
         f = self.decision_function(X)
         if self.classes is None:
             return f
-        if self.strategy is not None:
-            from .machines.multiclass import predict_codes
-
-            return np.asarray(self.classes)[predict_codes(f, len(self.classes),
-                                                          self.strategy)]
         return np.where(f >= 0, self.classes[1], self.classes[0])
 
     def score(self, X, y) -> float:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..exceptions import KernelCVError
+from ..features import LinearFeatureModel
 
 STRATEGIES = ("ovo", "ovr")
 
@@ -101,3 +102,23 @@ def class_scores(decisions, n_classes: int, strategy: str) -> np.ndarray:
 def predict_codes(decisions, n_classes: int, strategy: str) -> np.ndarray:
     """Class codes from the machines' values (arg-max of :func:`class_scores`)."""
     return np.argmax(class_scores(decisions, n_classes, strategy), axis=1)
+
+
+class MulticlassFeatureModel(LinearFeatureModel):
+    """The binary machines of a scheme as linear models on the same features.
+
+    ``W`` (D, m) and ``c`` (m,): column p is machine p of :func:`binary_problems`;
+    ``classes`` the k original labels, sorted (code j is ``classes[j]``). Predicts the
+    vote (one-vs-one) or arg-max (one-vs-rest) of the m values (:func:`predict_codes`);
+    ``decision_function`` gives the (n, m) values. The final model of a multiclass
+    ``method="rff"`` search in feature space.
+    """
+
+    def __init__(self, feature_map, gamma, W, c, classes, strategy, coef_on_columns=None):
+        super().__init__(feature_map, gamma, W, c, tuple(classes), coef_on_columns)
+        self.strategy = check_strategy(strategy)
+
+    def predict(self, X) -> np.ndarray:
+        """The original labels of the scheme's predicted classes."""
+        codes = predict_codes(self.decision_function(X), len(self.classes), self.strategy)
+        return np.asarray(self.classes)[codes]

@@ -43,6 +43,7 @@ from ..features import FeatureMap, LinearFeatureModel
 from ..kernels import Kernel
 from . import MACHINES, make_machine
 from .model import KernelModel
+from .multiclass import MulticlassFeatureModel
 
 FORMAT = "kernelcv-model"
 FORMAT_VERSION = 2
@@ -328,8 +329,8 @@ def _feature_model_of(arrays, header) -> LinearFeatureModel:
         m = k if strategy == "ovr" else k * (k - 1) // 2
         if coef.shape != (D, m) or columns.shape != (D, m) or intercept.shape != (m,):
             raise ValueError("the classes do not fit the coefficients")
-        return LinearFeatureModel(fmap, float(spec["gamma"]), coef, intercept, tuple(classes),
-                                  coef_on_columns=columns, strategy=strategy)
+        return MulticlassFeatureModel(fmap, float(spec["gamma"]), coef, intercept, classes,
+                                      strategy, coef_on_columns=columns)
     if coef.shape != (D,) or columns.shape != (D,) or intercept.shape != (1,):
         raise ValueError("array shapes do not fit together")
     if classes is not None and classes.shape != (2,):

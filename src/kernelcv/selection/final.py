@@ -26,6 +26,7 @@ from ..exceptions import KernelCVError
 from ..features import FeatureMap, LinearFeatureModel
 from ..kernels import Kernel
 from ..machines.model import KernelModel
+from ..machines.multiclass import MulticlassFeatureModel
 from ..memory import check_dense_budget
 from ..rowchunks import ArraySource, chunk_rows_for, is_row_source
 from ..validation import check_data
@@ -242,7 +243,7 @@ def _multiclass_in_feature_space(X, y, space, gamma, lam, n_features):
                                  random_state=space.feature_seed,
                                  fit_intercept=space.feature_intercept)
     classes = tuple(mapping[code] for code in sorted(mapping))
-    return LinearFeatureModel(fmap, gamma, W, c, classes, strategy=space.strategy)
+    return MulticlassFeatureModel(fmap, gamma, W, c, classes, space.strategy)
 
 
 def svc_as_kernel_model(model: ChunkedSVC, machine, gamma: float, lam: float) -> KernelModel:

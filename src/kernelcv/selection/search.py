@@ -319,7 +319,9 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     multiclass : {"ovo", "ovr"}: classifiers with more than two classes are
         cross-validated as one machine per pair of classes (default) or per class
         against the rest, on the same folds; the CV error is the multiclass 0-1 error of the
-        combined held-out predictions (:mod:`kernelcv.criteria.multiclass`).
+        combined held-out predictions (:mod:`kernelcv.criteria.multiclass`; for
+        ``method="rff"`` the same in feature space,
+        :mod:`kernelcv.criteria.feature_multiclass`). ``gacv`` is binary only.
     method : {"exact", "closed-form", "bif", "gacv", "rff"}; default closed-form for
         krr/lssvm, bif otherwise. ``gacv`` (svm only) ranks by Wahba's GACV, not by CV.
         ``rff`` (rbf kernel; svm, l2svm, krr, lssvm): exact t-fold CV of a linear machine
