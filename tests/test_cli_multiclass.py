@@ -95,10 +95,11 @@ def test_cv_multiclass_summary_and_scheme_option(capsys, multiclass_files):
 
 
 def test_select_refuses_multiclass_for_binary_only_methods(capsys, multiclass_files):
-    """gacv is defined for binary SVMs; rff takes multiclass data but not in row chunks."""
+    """gacv is defined for binary SVMs; rff on rows in chunks needs the square loss."""
     root, *_ = multiclass_files
     for extra, words in ((["--method", "gacv"], "gacv"),
-                         (["--method", "rff", "--stream"], "in memory")):
+                         (["--method", "rff", "--stream", "--feature-loss", "squared_hinge"],
+                          "'square'")):
         code, out, err = _run(capsys, ["select", str(root / "train.svm"), "--machine", "svm",
                                        "--no-progress", *extra])
         assert code == 2, (extra, err)

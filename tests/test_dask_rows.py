@@ -106,6 +106,21 @@ def test_cluster_from_a_dask_array_and_a_streamed_file(client, data, tmp_path):
     _same(result, reference)
 
 
+def test_cluster_sums_of_three_classes_equal_the_in_memory_search(client, data):
+    """More than two classes on the cluster: sums per (fold, class) cell, every binary
+    machine's fold-out models from them; the same CV errors and choice as the in-memory
+    search of the scheme (per-machine eigendecompositions on the features)."""
+    X = data[0][:20_000]
+    y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5]).astype(float)  # 3 classes
+    options = {**GRID, "max_features": 32, "multiclass": "ovr"}
+    result = grid_search(X, y, "l2svm", method="rff", scheduler=client, **options)
+    local = grid_search(X, y, "l2svm", method="rff", **options)
+    assert [c["cv_error"] for c in result.candidates] == pytest.approx(
+        [c["cv_error"] for c in local.candidates], abs=1e-12)
+    assert result.best_index == local.best_index
+    assert result.best["cv_error"] < 0.3  # chance: about 0.6
+
+
 def test_unreachable_scheduler_is_a_clear_error(tmp_path, monkeypatch, capsys, data):
     monkeypatch.setattr(backends, "DASK_CONNECT_TIMEOUT", 2.0)
     X, y = data

@@ -25,14 +25,20 @@ from sklearn.svm import LinearSVC
 import kernelcv as kc
 from kernelcv.cli import main
 from kernelcv.criteria.feature_multiclass import (
+    chunk_class_sums,
+    chunk_scheme_errors,
     fit_multiclass_linear,
     multiclass_path_cv,
     ridge_heldout_values,
+    scheme_fold_models,
+    scheme_full_models,
 )
 from kernelcv.estimators import HuberSVMClassifier, LSSVMClassifier
 from kernelcv.features import FeatureMap
 from kernelcv.machines.saved_model import load_model, save_model
+from kernelcv.rowchunks import ArraySource, open_rows
 from kernelcv.selection.final import fit_final
+from kernelcv.selection.rowmap import LocalRows
 from kernelcv.validation import make_folds
 
 WRAPPERS = {"ovo": OneVsOneClassifier, "ovr": OneVsRestClassifier}
@@ -233,14 +239,55 @@ def test_kernel_search_cv_with_rff_on_three_classes():
     assert {"mean_test_score", "rank_test_score", "params"} <= set(search.cv_results_)
 
 
-def test_streamed_rows_with_three_classes_are_refused(tmp_path):
-    from kernelcv.rowchunks import open_rows
+@pytest.mark.parametrize("strategy", ["ovo", "ovr"])
+@pytest.mark.parametrize("intercept", [True, False])
+def test_cell_sums_over_chunks_equal_the_in_memory_cv(strategy, intercept):
+    """The square loss from (fold, class) cell sums over row chunks (rows read from a file
+    or on a cluster) gives the in-memory CV's fold errors; the full models from the cells
+    equal the in-memory fits."""
+    X, codes = blobs(11, 84, 4)
+    fmap = FeatureMap("nystroem", 24, random_state=0).fit(X)
+    gammas, lams = [0.1, 0.7], [1e-6, 1e-3, 0.1]
+    folds = make_folds(codes.astype(float), 3, True, 0)
+    rows = LocalRows(ArraySource(X, codes.astype(float)), codes.astype(float), folds,
+                     fold_major=False)
+    projections = [fmap.projection(g) for g in gammas]
+    cells = rows.map_reduce(chunk_class_sums, 10, fmap=fmap, gammas=gammas,
+                            projections=projections, n_folds=3, n_classes=4)
+    schemes = [scheme_fold_models(c, lams, 3, 4, strategy, intercept, P)
+               for c, P in zip(cells, projections, strict=True)]
+    errors = rows.map_reduce(chunk_scheme_errors, 10, fmap=fmap, gammas=gammas,
+                             coefs=[[m.on_columns() for m in s] for s in schemes],
+                             intercepts=[[m.intercept for m in s] for s in schemes],
+                             n_folds=3, n_classes=4, strategy=strategy)
+    for g, gamma in enumerate(gammas):
+        Z = fmap.transform(X, gamma)
+        expected = multiclass_path_cv(Z, codes, folds, lams, "square", 4, strategy,
+                                      fit_intercept=intercept)
+        np.testing.assert_array_equal(errors[g].T / np.bincount(folds),
+                                      expected.fold_errors)
+        W, c = scheme_full_models(cells[g], lams[1], 4, strategy, intercept)
+        W0, c0 = fit_multiclass_linear(Z, codes, lams[1], "square", 4, strategy,
+                                       fit_intercept=intercept)
+        np.testing.assert_allclose(fmap.kernel_columns(fmap.base(X), gamma) @ (
+            W if projections[g] is None else projections[g] @ W) + c, Z @ W0 + c0,
+            atol=1e-8)
 
-    X, codes = blobs(2, 30, 3)
-    dump_svmlight_file(X, codes, str(tmp_path / "train.svm"))
-    rows = open_rows(str(tmp_path / "train.svm"))
-    with pytest.raises(kc.KernelCVError, match="in memory"):
-        kc.grid_search(rows, None, "svm", method="rff", gammas=[0.3], lams=[1e-2])
+
+def test_streamed_file_search_equals_the_in_memory_search(tmp_path):
+    X, codes = blobs(2, 150, 3, spread=1.0)
+    labels = np.array([10, 20, 30])[codes]
+    dump_svmlight_file(X, labels, str(tmp_path / "train.svm"))
+    options = {"method": "rff", "gammas": [0.05, 0.3, 1.0], "lams": [1e-4, 1e-2],
+               "folds": 5, "refine": False, "max_features": 64}
+    streamed = kc.grid_search(open_rows(str(tmp_path / "train.svm")), None, "svm", **options)
+    in_memory = kc.grid_search(X, labels, "svm", **options)
+    assert [c["cv_error"] for c in streamed.candidates] == pytest.approx(
+        [c["cv_error"] for c in in_memory.candidates], abs=1e-12)
+    assert streamed.best_index == in_memory.best_index
+    with pytest.raises(kc.KernelCVError, match="feature_loss 'square'"):
+        kc.grid_search(open_rows(str(tmp_path / "train.svm")), None, "svm",
+                       **{**options, "feature_loss": "squared_hinge"})
 
 
 def test_cli_select_rff_reports_confusion_and_saves_a_multiclass_model(capsys, tmp_path):
@@ -248,15 +295,23 @@ def test_cli_select_rff_reports_confusion_and_saves_a_multiclass_model(capsys, t
     labels = np.array([3, 5, 9])[codes]
     dump_svmlight_file(X[:90], labels[:90], str(tmp_path / "train.svm"))
     dump_svmlight_file(X[90:], labels[90:], str(tmp_path / "test.svm"))
-    for final in ("kernel", "linear"):
-        model_path = tmp_path / f"{final}.npz"
+    for final, extra in (("kernel", []), ("linear", []), ("linear", ["--stream"])):
+        model_path = tmp_path / f"{final}{len(extra)}.npz"
         code = main(["select", str(tmp_path / "train.svm"), "--machine", "svm", "--method",
                      "rff", "--test", str(tmp_path / "test.svm"), "--final", final,
-                     "--save-model", str(model_path), "--json", "--no-progress"])
+                     "--save-model", str(model_path), "--json", "--no-progress", *extra])
         out, err = capsys.readouterr()
         assert code == 0, err
         report = json.loads(out[out.index("{"):])
         assert report["final_model"] == final
+        if extra:  # rows in chunks: no exact CV confusion, and a note says so
+            assert report["multiclass"]["cv"] is None
+            assert any("multiclass.cv" in note for note in report["notes"])
+            predicted = load_model(model_path).predict(X[90:])
+            assert np.mean(predicted != labels[90:]) == pytest.approx(report["test_error"])
+            confusion = np.asarray(report["multiclass"]["test"]["confusion"])
+            assert 1 - np.trace(confusion) / 30 == pytest.approx(report["test_error"])
+            continue
         entry = report["multiclass"]
         assert entry["strategy"] == "ovo" and entry["classes"] == [3.0, 5.0, 9.0]
         confusion = np.asarray(entry["test"]["confusion"])

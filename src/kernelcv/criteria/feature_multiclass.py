@@ -34,6 +34,14 @@ import time
 import numpy as np
 
 from ..machines.multiclass import binary_problems, predict_codes
+from .feature_sums import (
+    FoldModels,
+    FoldSums,
+    chunk_square_sums,
+    held_out_values,
+    square_fold_models,
+    square_full_model,
+)
 from .random_features import (
     PathCV,
     _liblinear_hinge,
@@ -162,3 +170,92 @@ def fit_multiclass_linear(Z, codes, lam, loss, n_classes: int, strategy: str,
                                              random_state, fit_intercept)[:2]
     return W, c
 
+
+
+# --------------------------------------------------------------------------------------
+# the square loss from sums over row chunks (rows read from a file, or on a cluster)
+# --------------------------------------------------------------------------------------
+
+
+def chunk_class_sums(X, y, fold_ids, fmap, gammas, projections, n_folds, n_classes,
+                     out=None) -> list[FoldSums]:
+    """Pass 1 on one chunk (``y`` class codes): the sums of every (fold, class) cell.
+
+    Cell ``f k + c`` holds the rows of fold f and class c (the
+    :class:`~kernelcv.criteria.feature_sums.FoldSums` of
+    :func:`~kernelcv.criteria.feature_sums.chunk_square_sums` over ``t k`` cells); every
+    binary machine's fold sums are sums of cells (:func:`problem_sums`). O(c D^2) per
+    chunk of c rows, memory ``t k D^2`` floats per gamma.
+    """
+    cells = np.asarray(fold_ids, dtype=np.intp) * n_classes + np.asarray(y).astype(np.intp)
+    return chunk_square_sums(X, y, cells, fmap, gammas, projections, n_folds * n_classes,
+                             out)
+
+
+def problem_sums(cells: FoldSums, n_folds: int, n_classes: int, problem) -> FoldSums:
+    """The per-fold sums of one binary machine from the (fold, class) cells.
+
+    Its rows are the classes it trains on (a pair, or all for one-vs-rest), its targets
+    +1 for ``problem.positive`` and -1 for the others: ``gram``, ``total`` and ``count``
+    add the cells of its classes, ``zy`` and ``ysum`` add them signed.
+    """
+    t, k = n_folds, n_classes
+    D = cells.total.shape[1]
+    members = (np.arange(k) if problem.negative is None
+               else np.array([problem.negative, problem.positive]))
+    sign = np.zeros(k)
+    sign[members] = -1.0
+    sign[problem.positive] = 1.0
+    gram = cells.gram.reshape(t, k, D, D)[:, members].sum(axis=1)
+    total = cells.total.reshape(t, k, D)
+    count = cells.count.reshape(t, k)
+    return FoldSums(gram, total[:, members].sum(axis=1), np.einsum("tkd,k->td", total, sign),
+                    count[:, members].sum(axis=1), count @ sign)
+
+
+def scheme_fold_models(cells: FoldSums, lams, n_folds: int, n_classes: int, strategy: str,
+                       fit_intercept=True, projection=None) -> list[FoldModels]:
+    """The fold-out models of every binary machine of the scheme for every lam
+    (:func:`~kernelcv.criteria.feature_sums.square_fold_models` of each machine's
+    :func:`problem_sums`), O(m t (D^3 + k D^2)) for m machines."""
+    return [square_fold_models(problem_sums(cells, n_folds, n_classes, problem), lams,
+                               fit_intercept, projection)
+            for problem in binary_problems(np.arange(n_classes), n_classes, strategy)]
+
+
+def chunk_scheme_errors(X, y, fold_ids, fmap, gammas, coefs, intercepts, n_folds,
+                        n_classes, strategy, out=None) -> list[np.ndarray]:
+    """Pass 2 on one chunk (``y`` class codes): the (t, k) held-out multiclass error sums
+    of each gamma, added to ``out``.
+
+    ``coefs[g][p]`` / ``intercepts[g][p]``: machine p's fold-out coefficients on the kernel
+    columns (:meth:`~kernelcv.criteria.feature_sums.FoldModels.on_columns`) and
+    intercepts. Each row gets the values of its own fold's models; the class is their
+    vote / arg-max. O(c D k m) for m machines, memory c m k floats.
+    """
+    base = fmap.base(X)
+    codes = np.asarray(y).astype(np.intp)
+    out = [None] * len(gammas) if out is None else out
+    for g, gamma in enumerate(gammas):
+        columns = fmap.kernel_columns(base, gamma)
+        values = np.stack([held_out_values(columns, fold_ids, coef, intercept)
+                           for coef, intercept in zip(coefs[g], intercepts[g], strict=True)],
+                          axis=2)  # (c, k lams, m machines)
+        rows, k, m = values.shape
+        predicted = predict_codes(values.reshape(rows * k, m), n_classes,
+                                  strategy).reshape(rows, k)
+        errors = np.zeros((n_folds, k))
+        np.add.at(errors, fold_ids, (predicted != codes[:, None]).astype(np.float64))
+        out[g] = errors if out[g] is None else out[g] + errors
+    return out
+
+
+def scheme_full_models(cells: FoldSums, lam, n_classes: int, strategy: str,
+                       fit_intercept=True):
+    """Every binary machine on all the summed rows: ``(W (D, m), c (m,))``
+    (:func:`~kernelcv.criteria.feature_sums.square_full_model` of each machine's sums;
+    the cells' folds are summed)."""
+    t = cells.count.shape[0] // n_classes
+    fits = [square_full_model(problem_sums(cells, t, n_classes, problem), lam, fit_intercept)
+            for problem in binary_problems(np.arange(n_classes), n_classes, strategy)]
+    return np.column_stack([w for w, _ in fits]), np.array([c for _, c in fits])

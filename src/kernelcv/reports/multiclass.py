@@ -24,17 +24,22 @@ TEST_CONFUSION_NAME = "confusion_test.png"
 
 
 def multiclass_entry(result, X, y, *, test_labels=None, test_predicted=None,
-                     memory_budget=None) -> dict:
-    """The report's ``multiclass`` entry for a finished multiclass search ``result``."""
+                     memory_budget=None, exact_cv=True) -> dict:
+    """The report's ``multiclass`` entry for a finished multiclass search ``result``.
+
+    ``exact_cv`` False (rows read in chunks): no ``cv`` confusion (None), since its exact
+    refits need the rows in memory.
+    """
     spec = result.machine_spec
     classes = [result.label_mapping[code] for code in sorted(result.label_mapping)]
-    codes = result.exact_heldout.get(result.best_index)
-    if codes is not None:
-        labels = [classes[int(code)] for code in codes]
-    else:
-        labels = _exact_labels(result, X, y, memory_budget)
-    entry = {"strategy": spec.multiclass, "classes": classes,
-             "cv": confusion_summary(y, labels, classes), "test": None}
+    entry = {"strategy": spec.multiclass, "classes": classes, "cv": None, "test": None}
+    if exact_cv:
+        codes = result.exact_heldout.get(result.best_index)
+        if codes is not None:
+            labels = [classes[int(code)] for code in codes]
+        else:
+            labels = _exact_labels(result, X, y, memory_budget)
+        entry["cv"] = confusion_summary(y, labels, classes)
     if test_labels is not None:
         entry["test"] = confusion_summary(test_labels, test_predicted, classes)
     return entry
@@ -57,9 +62,11 @@ def _exact_labels(result, X, y, memory_budget):
 
 def confusion_figures(entry) -> dict[str, bytes]:
     """PNG bytes of the confusion matrices of a ``multiclass`` entry."""
-    figures = {CV_CONFUSION_NAME: png(confusion_figure(
-        entry["cv"]["confusion"], entry["classes"],
-        title=f"held-out predictions (exact CV, {entry['strategy']})"))}
+    figures = {}
+    if entry.get("cv") is not None:
+        figures[CV_CONFUSION_NAME] = png(confusion_figure(
+            entry["cv"]["confusion"], entry["classes"],
+            title=f"held-out predictions (exact CV, {entry['strategy']})"))
     if entry.get("test") is not None:
         figures[TEST_CONFUSION_NAME] = png(confusion_figure(
             entry["test"]["confusion"], entry["classes"], title="test predictions"))

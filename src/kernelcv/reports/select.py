@@ -210,9 +210,13 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     if test is not None and method == "rff":
         test_tic = time.perf_counter()
         if stream:
+            predictions = [] if result.machine_spec.is_multiclass else None
             report["test_error"] = streamed_test_error(
                 final_model, X_test, X.n_dims, result.metric,
-                list(result.label_mapping.values()) if result.label_mapping else None)
+                list(result.label_mapping.values()) if result.label_mapping else None,
+                predictions)
+            if predictions:
+                y_test, test_predicted = predictions
         else:
             test_predicted = final_model.predict(X_test)
             report["test_error"] = _prediction_error(test_predicted, y_test, result.metric)
@@ -229,7 +233,11 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         multi_tic = time.perf_counter()
         report["multiclass"] = multiclass_entry(
             result, X, y, test_labels=y_test, test_predicted=test_predicted,
-            memory_budget=memory_budget)
+            memory_budget=memory_budget, exact_cv=not stream)
+        if stream:
+            report["notes"].append("with --stream the held-out confusion matrix (multiclass."
+                                   "cv, an exact refit CV on the rows in memory) is not "
+                                   "computed")
         report["timings"]["multiclass_seconds"] = time.perf_counter() - multi_tic
 
     outputs: dict[str, bytes] = {}

@@ -44,10 +44,12 @@ def open_streamed(data, test=None, header="auto"):
     return train, None if test is None else open_rows(test, header)
 
 
-def streamed_test_error(model, source, n_dims, metric, known=None):
+def streamed_test_error(model, source, n_dims, metric, known=None, predictions=None):
     """The 0-1 error or MSE of ``model`` on a test source, a chunk of rows at a time.
 
     ``known``: the training labels (a test label outside them is an error).
+    ``predictions``: a list that receives the test labels and the predicted labels (two
+    arrays of the test set's length: a multiclass report's confusion matrix).
     """
     if source.n_dims != n_dims:
         raise KernelCVError(f"{source.path}: test data has {source.n_dims} features but the "
@@ -59,10 +61,16 @@ def streamed_test_error(model, source, n_dims, metric, known=None):
             raise KernelCVError(f"{source.path}: test labels {unknown[:3]} do not occur in "
                                 "the training data")
     total = 0.0
+    predicted_parts, label_parts = [], []
     for _, X, y in source.chunks(chunk_rows_for(model.n_features, source.row_bytes)):
         predicted = model.predict(X)
+        if predictions is not None:
+            predicted_parts.append(predicted)
+            label_parts.append(y)
         if metric == "0-1":
             total += float(np.sum(predicted != y))
         else:
             total += float(np.sum((predicted - y.astype(np.float64)) ** 2))
+    if predictions is not None:
+        predictions.extend([np.concatenate(label_parts), np.concatenate(predicted_parts)])
     return total / labels.size

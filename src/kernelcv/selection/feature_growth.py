@@ -47,6 +47,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..criteria.feature_multiclass import (
+    chunk_class_sums,
+    chunk_scheme_errors,
+    scheme_fold_models,
+)
 from ..criteria.feature_newton import squared_hinge_sums_path
 from ..criteria.feature_sums import (
     chunk_square_errors,
@@ -179,27 +184,44 @@ def _groups(indices, n_features, n_folds):
 
 
 def _sums_round(rows, fmap, settings, setting_lams, indices, method, n):
-    """Every setting of ``indices`` at this size by the two passes of the square loss."""
+    """Every setting of ``indices`` at this size by the two passes of the square loss
+    (a multiclass scheme: sums per (fold, class) cell, every binary machine's models from
+    them, the combined held-out classes; :mod:`kernelcv.criteria.feature_multiclass`)."""
     D, t = fmap.n_features, rows.n_folds
+    k = method.n_classes if method.is_multiclass else 1
     chunk = chunk_rows_for(D, rows.source.row_bytes)
     out = {}
-    for group in _groups(indices, D, t):
+    for group in _groups(indices, D, t * k):
         tic = time.perf_counter()
         gammas = [settings[i]["gamma"] for i in group]
         projections = [fmap.projection(g) for g in gammas]
-        sums = rows.map_reduce(chunk_square_sums, chunk, fmap=fmap, gammas=gammas,
-                               projections=projections, n_folds=t)
-        models = [square_fold_models(s, setting_lams[i], method.feature_intercept, P)
-                  for s, i, P in zip(sums, group, projections, strict=True)]
-        errors = rows.map_reduce(
-            chunk_square_errors, chunk, fmap=fmap, gammas=gammas,
-            coefs=[m.on_columns() for m in models],
-            intercepts=[m.intercept for m in models], n_folds=t,
-            classifier=method.classifier)
+        if method.is_multiclass:
+            sums = rows.map_reduce(chunk_class_sums, chunk, fmap=fmap, gammas=gammas,
+                                   projections=projections, n_folds=t, n_classes=k)
+            schemes = [scheme_fold_models(s, setting_lams[i], t, k, method.strategy,
+                                          method.feature_intercept, P)
+                       for s, i, P in zip(sums, group, projections, strict=True)]
+            errors = rows.map_reduce(
+                chunk_scheme_errors, chunk, fmap=fmap, gammas=gammas,
+                coefs=[[m.on_columns() for m in models] for models in schemes],
+                intercepts=[[m.intercept for m in models] for models in schemes],
+                n_folds=t, n_classes=k, strategy=method.strategy)
+            counts = [rows.fold_counts()] * len(group)
+        else:
+            sums = rows.map_reduce(chunk_square_sums, chunk, fmap=fmap, gammas=gammas,
+                                   projections=projections, n_folds=t)
+            models = [square_fold_models(s, setting_lams[i], method.feature_intercept, P)
+                      for s, i, P in zip(sums, group, projections, strict=True)]
+            errors = rows.map_reduce(
+                chunk_square_errors, chunk, fmap=fmap, gammas=gammas,
+                coefs=[m.on_columns() for m in models],
+                intercepts=[m.intercept for m in models], n_folds=t,
+                classifier=method.classifier)
+            counts = [s.count for s in sums]
         share = (time.perf_counter() - tic) / len(group)
-        for i, e, s in zip(group, errors, sums, strict=True):
+        for i, e, c in zip(group, errors, counts, strict=True):
             lams = setting_lams[i]
-            path = path_from_errors(e, s.count, lams, np.full(len(lams), share / len(lams)))
+            path = path_from_errors(e, c, lams, np.full(len(lams), share / len(lams)))
             out[i] = path_records(path, lams, n, D)
     return out
 
@@ -277,7 +299,8 @@ def grow_features(method, settings, setting_lams, rows, shared, execution, X=Non
                              f"{method.feature_time:g} s budget of the growth "
                              f"({spent:.0f} s spent)")
                 break
-            need = sums_memory(D, rows.n_folds, 1, chunk_rows_for(D, rows.source.row_bytes),
+            cells = rows.n_folds * (method.n_classes if method.is_multiclass else 1)
+            need = sums_memory(D, cells, 1, chunk_rows_for(D, rows.source.row_bytes),
                                rows.source.row_bytes, draw.prefix(D).nbytes)
             if need > limit:
                 stop = "memory"
@@ -287,7 +310,7 @@ def grow_features(method, settings, setting_lams, rows, shared, execution, X=Non
         fmap = draw.prefix(D)
         round_tic = time.perf_counter()
         execution.report(f"features D={D}", 0, len(active))
-        if method.feature_loss == "square" and not method.is_multiclass:
+        if method.feature_loss == "square" and (X is None or not method.is_multiclass):
             records = _sums_round(rows, fmap, settings, setting_lams, active, method, n)
         elif X is None:
             records = _newton_round(rows, fmap, settings, setting_lams, active, method, n)

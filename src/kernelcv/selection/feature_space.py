@@ -255,7 +255,8 @@ class FeatureSpace(CVMethod):
                              or self.is_multiclass):
             estimate = check_feature_memory(X, D, self.feature_map, workers, memory_budget)
         else:
-            estimate = sums_memory(D, 10, 1, chunk_rows_for(D, row_bytes(X)), row_bytes(X),
+            cells = 10 * (self.n_classes if self.is_multiclass else 1)  # (fold, class)
+            estimate = sums_memory(D, cells, 1, chunk_rows_for(D, row_bytes(X)), row_bytes(X),
                                    map_memory(X, D, self.feature_map))
             if streamed:
                 estimate += STREAMED_ROW_BYTES * n_samples + getattr(X, "parse_bytes", 0)
@@ -309,10 +310,11 @@ class FeatureSpace(CVMethod):
         if not (self.adaptive or streamed or cluster):
             return None
         notes = []
-        if (streamed or cluster) and self.is_multiclass:
-            raise KernelCVError("method 'rff' with more than two classes evaluates the "
-                                "binary machines on the features in memory; load the rows "
-                                "in memory (no --stream) and run without a Dask cluster")
+        if (streamed or cluster) and self.is_multiclass and self.feature_loss != "square":
+            raise KernelCVError(f"with rows read in chunks or on a Dask cluster, more than "
+                                f"two classes need feature_loss 'square' (its sums per fold "
+                                f"and class), not {self.feature_loss!r}; or load the rows "
+                                "in memory")
         if streamed or cluster:
             self._check_streamed(y.shape[0], notes, streamed)
         with _feature_threads(y.shape[0], self.max_features):

@@ -18,7 +18,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..criteria.feature_multiclass import fit_multiclass_linear
+from ..criteria.feature_multiclass import (
+    chunk_class_sums,
+    fit_multiclass_linear,
+    scheme_full_models,
+)
 from ..criteria.feature_newton import squared_hinge_sums_path
 from ..criteria.feature_sums import chunk_square_sums, square_full_model
 from ..criteria.random_features import fit_linear
@@ -206,7 +210,7 @@ def _fit_in_feature_space(X, y, result, gamma, lam, n_features, rows=None):
     """
     space = result.criterion
     if space.is_multiclass:
-        return _multiclass_in_feature_space(X, y, space, gamma, lam, n_features)
+        return _multiclass_in_feature_space(X, y, space, gamma, lam, n_features, rows)
     _, y_pm, mapping = _pm_labels(y, space.classifier)
     classes = (mapping[-1], mapping[1]) if mapping is not None else None
     if rows is None:  # one "fold" of all rows (the second, so that model 0 has them all)
@@ -233,17 +237,34 @@ def _fit_in_feature_space(X, y, result, gamma, lam, n_features, rows=None):
     return LinearFeatureModel(fmap, gamma, w, c, classes)
 
 
-def _multiclass_in_feature_space(X, y, space, gamma, lam, n_features):
-    """Every binary machine of the search's scheme in feature space, on X in memory
-    (:func:`~kernelcv.criteria.feature_multiclass.fit_multiclass_linear`)."""
+def _multiclass_in_feature_space(X, y, space, gamma, lam, n_features, rows=None):
+    """Every binary machine of the search's scheme in feature space: from sums per class
+    over row chunks with the square loss (:func:`~kernelcv.criteria.feature_multiclass.
+    scheme_full_models`, the rows in memory or read as they go), else on the n x D
+    features of X in memory (:func:`~kernelcv.criteria.feature_multiclass.
+    fit_multiclass_linear`)."""
     _, codes, mapping = check_data(np.zeros((y.shape[0], 1)), y, True, multiclass=True)
-    fmap = FeatureMap(space.feature_map, n_features, space.feature_seed, nested=True).fit(X)
-    W, c = fit_multiclass_linear(fmap.transform(X, gamma), codes, lam, space.feature_loss,
-                                 space.n_classes, space.strategy,
-                                 random_state=space.feature_seed,
-                                 fit_intercept=space.feature_intercept)
     classes = tuple(mapping[code] for code in sorted(mapping))
-    return MulticlassFeatureModel(fmap, gamma, W, c, classes, space.strategy)
+    k, strategy = space.n_classes, space.strategy
+    fmap = FeatureMap(space.feature_map, n_features, space.feature_seed, nested=True)
+    if space.feature_loss != "square":
+        fmap.fit(X)
+        W, c = fit_multiclass_linear(fmap.transform(X, gamma), codes, lam, space.feature_loss,
+                                     k, strategy, random_state=space.feature_seed,
+                                     fit_intercept=space.feature_intercept)
+        return MulticlassFeatureModel(fmap, gamma, W, c, classes, strategy)
+    if rows is None:  # one "fold" of all rows, as the binary model's sums
+        source = X if is_row_source(X) else ArraySource(X, codes)
+        rows = LocalRows(source, codes, np.ones(y.shape[0], dtype=np.intp), n_folds=2)
+    fmap.draw(rows.n_rows, rows.n_dims)
+    if fmap.kind == "nystroem":
+        fmap.set_landmarks(rows.take(fmap.landmark_rows_))
+    chunk = chunk_rows_for(n_features, rows.source.row_bytes)
+    cells = rows.map_reduce(chunk_class_sums, chunk, fmap=fmap, gammas=[gamma],
+                            projections=[fmap.projection(gamma)], n_folds=rows.n_folds,
+                            n_classes=k)[0]
+    W, c = scheme_full_models(cells, lam, k, strategy, space.feature_intercept)
+    return MulticlassFeatureModel(fmap, gamma, W, c, classes, strategy)
 
 
 def svc_as_kernel_model(model: ChunkedSVC, machine, gamma: float, lam: float) -> KernelModel:
