@@ -136,7 +136,10 @@ class FeatureSpace(CVMethod):
     Default grid: Feng & Liao's gamma = 2^-15, 2^-13..2^9 and C = 2^-5, 2^-3..2^15
     (lam = 1 / (2 n C)). Cost per gamma: O(n D) for the features plus the loss's path
     (``square``: O(n D^2 + t D^3) for every lam; ``squared_hinge``: a few Newton steps
-    of O(n D^2) per fold and lam); the O(nnz(X) D) base product is computed once.
+    of O(n D^2) per fold and lam); the O(nnz(X) D) base product is computed once. With
+    more than two classes every binary machine of the scheme is cross-validated on the
+    same features (k (k - 1) / 2 or k of them; :mod:`kernelcv.criteria.feature_multiclass`)
+    and the multiclass error ranks.
     """
 
     name: ClassVar[str] = "rff"
