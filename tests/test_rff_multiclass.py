@@ -323,6 +323,25 @@ def test_cli_select_rff_reports_confusion_and_saves_a_multiclass_model(capsys, t
         assert cv.sum() == 90
 
 
+def test_large_rff_search_skips_the_exact_confusion(capsys, tmp_path, monkeypatch):
+    """Above the refinement's automatic limit a multiclass rff report has no exact CV
+    confusion (its t kernel fits are what rff avoids), says why, and still succeeds."""
+    from kernelcv.reports import multiclass as multiclass_report
+    from kernelcv.selection import refine
+
+    monkeypatch.setattr(refine, "REFINE_AUTO_LIMIT", 50)
+    monkeypatch.setattr(multiclass_report, "REFINE_AUTO_LIMIT", 50)
+    X, codes = blobs(7, 90, 3)
+    dump_svmlight_file(X, codes, str(tmp_path / "train.svm"))
+    code = main(["select", str(tmp_path / "train.svm"), "--machine", "svm", "--method", "rff",
+                 "--json", "--no-progress"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    report = json.loads(out[out.index("{"):])
+    assert report["multiclass"]["cv"] is None and report["refined"] == []
+    assert any("n = 90 > 50" in note for note in report["notes"])
+
+
 def test_multiclass_rff_memory_estimate_counts_the_features():
     """Multiclass 'rff' holds the n x D features (no fold sums): its estimate is the
     feature matrix's, refused above the budget with a readable error."""

@@ -9,6 +9,10 @@ For more than two classes the report gets a ``multiclass`` entry: the scheme
   here, and
 * ``test``: the refit model's predictions on the test data, when there is a test file.
 
+``cv`` is None (a note says why, :func:`exact_confusion_skipped`) when its exact refits
+would need what the search avoided: rows read in chunks, or after a random-feature search
+n above the refinement's automatic limit or dense refits beyond the memory budget.
+
 With ``--plot`` each becomes a figure (``confusion_cv.png``, ``confusion_test.png``).
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 from ..criteria.result import confusion_summary
 from ..cv import cross_validate
 from ..plotting import confusion_figure
+from ..selection.refine import REFINE_AUTO_LIMIT, dense_refits_fit, refine_wanted, refit_name
 from .io import png
 
 CV_CONFUSION_NAME = "confusion_cv.png"
@@ -43,6 +48,25 @@ def multiclass_entry(result, X, y, *, test_labels=None, test_predicted=None,
     if test_labels is not None:
         entry["test"] = confusion_summary(test_labels, test_predicted, classes)
     return entry
+
+
+def exact_confusion_skipped(result, stream, memory_budget):
+    """Why a multiclass report has no exact CV confusion matrix, or None when it has one.
+
+    Its exact refit CV needs the rows in memory and, after a random-feature search
+    (whose point is to avoid kernel fits), the sizes its refinement would refit.
+    """
+    n = result.n_samples
+    if stream:
+        return "the rows were read in chunks (--stream)"
+    if result.method != "rff" or result.exact_heldout.get(result.best_index) is not None:
+        return None
+    if not refine_wanted("auto", n):
+        return (f"n = {n} > {REFINE_AUTO_LIMIT}, where its t kernel fits are what method "
+                "'rff' avoids")
+    if not dense_refits_fit(refit_name(result.machine_spec), n, memory_budget):
+        return f"its dense {n} x {n} refits exceed the memory budget"
+    return None
 
 
 def _exact_labels(result, X, y, memory_budget):

@@ -28,12 +28,14 @@ from ..selection.backends import run_tasks
 from ..selection.feature_growth import MAX_FEATURES, TIME_BUDGET
 from ..selection.final import ChunkedSVC, check_final_kernel, fit_final, svc_as_kernel_model
 from ..selection.methods import BIF
-from ..selection.refine import refine_for_final
+from ..selection.refine import (
+    refine_for_final,
+)
 from ..selection.search import grid_search
 from ..selection.tasks import exact_task
 from ..validation import check_data
 from .io import check_writable_folder, jsonable, png, write_all
-from .multiclass import confusion_figures, multiclass_entry
+from .multiclass import confusion_figures, exact_confusion_skipped, multiclass_entry
 from .scaling import apply_scaling, fit_scaling, scaling_entry
 from .schema import annotate
 from .streamed import check_stream, open_streamed, streamed_test_error
@@ -231,13 +233,13 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     report["multiclass"] = None
     if result.machine_spec.is_multiclass:
         multi_tic = time.perf_counter()
+        skip = exact_confusion_skipped(result, stream, memory_budget)
         report["multiclass"] = multiclass_entry(
             result, X, y, test_labels=y_test, test_predicted=test_predicted,
-            memory_budget=memory_budget, exact_cv=not stream)
-        if stream:
-            report["notes"].append("with --stream the held-out confusion matrix (multiclass."
-                                   "cv, an exact refit CV on the rows in memory) is not "
-                                   "computed")
+            memory_budget=memory_budget, exact_cv=skip is None)
+        if skip is not None:
+            report["notes"].append(f"the held-out confusion matrix (multiclass.cv, an exact "
+                                   f"refit CV of the choice) was not computed: {skip}")
         report["timings"]["multiclass_seconds"] = time.perf_counter() - multi_tic
 
     outputs: dict[str, bytes] = {}
