@@ -407,10 +407,12 @@ def _exact_along(result, candidates, X, y, memory_budget, progress):
     """Exact refit CV of the given candidates (reusing confirmations already made).
 
     The curve is of the kernelcv machine throughout: the exact errors of an rff
-    refinement are those of scikit-learn's SVC for svm, so they are not reused there.
+    refinement are those of scikit-learn's SVC for a binary svm, so they are not reused
+    there (a multiclass refinement refits the kernelcv machines: reused).
     """
-    values = [None if c["status"] == "refined" and result.machine == "svm"
-              else c["exact_error"] for c in candidates]
+    svc = result.machine == "svm" and not result.machine_spec.is_multiclass
+    values = [None if c["status"] == "refined" and svc else c["exact_error"]
+              for c in candidates]
     todo = [i for i, v in enumerate(values) if v is None]
     machine = result.machine_spec
     _, y_pm, _ = check_data(X, y, machine.is_classifier, multiclass=True)
