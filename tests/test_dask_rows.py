@@ -108,8 +108,8 @@ def test_cluster_from_a_dask_array_and_a_streamed_file(client, data, tmp_path):
 
 def test_cluster_sums_of_three_classes_equal_the_in_memory_search(client, data):
     """More than two classes on the cluster: sums per (fold, class) cell, every binary
-    machine's fold-out models from them; the same CV errors and choice as the in-memory
-    search of the scheme (per-machine eigendecompositions on the features)."""
+    machine's fold-out models from them; the same CV errors and choice as the search in
+    this process (tests/test_rff_multiclass.py checks those against per-machine refits)."""
     X = data[0][:20_000]
     y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5]).astype(float)  # 3 classes
     options = {**GRID, "max_features": 32, "multiclass": "ovr"}

@@ -35,6 +35,7 @@ from kernelcv.criteria.feature_multiclass import (
 )
 from kernelcv.estimators import HuberSVMClassifier, LSSVMClassifier
 from kernelcv.features import FeatureMap
+from kernelcv.machines import make_machine
 from kernelcv.machines.saved_model import load_model, save_model
 from kernelcv.rowchunks import ArraySource, open_rows
 from kernelcv.selection.final import fit_final
@@ -205,8 +206,9 @@ def test_final_models_equal_the_wrappers_and_round_trip(strategy, tmp_path):
     ridge = WRAPPERS[strategy](LamLinear("square", lam)).fit(Z, labels)
     np.testing.assert_array_equal(linear.predict(X), ridge.predict(Z))
     path = tmp_path / "model.npz"
-    save_model(path, linear, machine=result.machine_spec, lam=lam)
+    save_model(path, linear, machine=make_machine("svm"), lam=lam)  # the model's scheme wins
     loaded = load_model(path)
+    assert loaded.model.strategy == strategy
     np.testing.assert_array_equal(loaded.predict(X), linear.predict(X))
     np.testing.assert_allclose(loaded.decision_function(X), linear.decision_function(X))
     assert set(loaded.predict(X)) <= {2, 7, 11}
@@ -241,25 +243,31 @@ def test_kernel_search_cv_with_rff_on_three_classes():
 
 @pytest.mark.parametrize("strategy", ["ovo", "ovr"])
 @pytest.mark.parametrize("intercept", [True, False])
-def test_cell_sums_over_chunks_equal_the_in_memory_cv(strategy, intercept):
+@pytest.mark.parametrize("small_classes", [False, True])
+def test_cell_sums_over_chunks_equal_the_in_memory_cv(strategy, intercept, small_classes):
     """The square loss from (fold, class) cell sums over row chunks (rows read from a file
     or on a cluster) gives the in-memory CV's fold errors; the full models from the cells
-    equal the in-memory fits."""
+    equal the in-memory fits. With classes smaller than t some folds hold no row of a
+    pair: its model there is the one of all its rows (not zero), as in memory."""
     X, codes = blobs(11, 84, 4)
+    t = 3
+    if small_classes:  # classes 0 and 1 with 2 rows each, 6 folds
+        codes = np.where(np.arange(84) < 2, 0, np.where(np.arange(84) < 4, 1, codes % 2 + 2))
+        t = 6
     fmap = FeatureMap("nystroem", 24, random_state=0).fit(X)
     gammas, lams = [0.1, 0.7], [1e-6, 1e-3, 0.1]
-    folds = make_folds(codes.astype(float), 3, True, 0)
+    folds = make_folds(codes.astype(float), t, True, 0)
     rows = LocalRows(ArraySource(X, codes.astype(float)), codes.astype(float), folds,
                      fold_major=False)
     projections = [fmap.projection(g) for g in gammas]
     cells = rows.map_reduce(chunk_class_sums, 10, fmap=fmap, gammas=gammas,
-                            projections=projections, n_folds=3, n_classes=4)
-    schemes = [scheme_fold_models(c, lams, 3, 4, strategy, intercept, P)
+                            projections=projections, n_folds=t, n_classes=4)
+    schemes = [scheme_fold_models(c, lams, t, 4, strategy, intercept, P)
                for c, P in zip(cells, projections, strict=True)]
     errors = rows.map_reduce(chunk_scheme_errors, 10, fmap=fmap, gammas=gammas,
                              coefs=[[m.on_columns() for m in s] for s in schemes],
                              intercepts=[[m.intercept for m in s] for s in schemes],
-                             n_folds=3, n_classes=4, strategy=strategy)
+                             n_folds=t, n_classes=4, strategy=strategy)
     for g, gamma in enumerate(gammas):
         Z = fmap.transform(X, gamma)
         expected = multiclass_path_cv(Z, codes, folds, lams, "square", 4, strategy,
@@ -285,6 +293,15 @@ def test_streamed_file_search_equals_the_in_memory_search(tmp_path):
     assert [c["cv_error"] for c in streamed.candidates] == pytest.approx(
         [c["cv_error"] for c in in_memory.candidates], abs=1e-12)
     assert streamed.best_index == in_memory.best_index
+    # the cell sums against the per-machine decompositions, on the last size's map
+    fmap = streamed.feature_map
+    last = [c for c in streamed.candidates if c["features"] == fmap.n_features]
+    assert last
+    for gamma in {c["gamma"] for c in last}:
+        mine = [c for c in last if c["gamma"] == gamma]
+        path = multiclass_path_cv(fmap.transform(X, gamma), codes, streamed.fold_ids,
+                                  [c["lam"] for c in mine], "square", 3, "ovo")
+        np.testing.assert_allclose([c["cv_error"] for c in mine], path.cv_error, atol=1e-12)
     with pytest.raises(kc.KernelCVError, match="feature_loss 'square'"):
         kc.grid_search(open_rows(str(tmp_path / "train.svm")), None, "svm",
                        **{**options, "feature_loss": "squared_hinge"})
@@ -340,11 +357,17 @@ def test_large_rff_search_skips_the_exact_confusion(capsys, tmp_path, monkeypatc
     report = json.loads(out[out.index("{"):])
     assert report["multiclass"]["cv"] is None and report["refined"] == []
     assert any("n = 90 > 50" in note for note in report["notes"])
+    code = main(["select", str(tmp_path / "train.svm"), "--machine", "svm", "--method", "rff",
+                 "--refine", "on", "--refine-evals", "2", "--json", "--no-progress"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    report = json.loads(out[out.index("{"):])  # kernel fits asked for: the confusion too
+    assert len(report["refined"]) == 2 and np.sum(report["multiclass"]["cv"]["confusion"]) == 90
 
 
 def test_multiclass_rff_memory_estimate_counts_the_features():
-    """Multiclass 'rff' holds the n x D features (no fold sums): its estimate is the
-    feature matrix's, refused above the budget with a readable error."""
+    """Multiclass 'rff' in memory with a fixed D holds the n x D features: its estimate
+    is the feature matrix's, refused above the budget with a readable error."""
     X, codes = blobs(1, 300, 3)
     with pytest.raises(kc.KernelCVError, match="memory budget"):
         kc.grid_search(X, codes, "lssvm", method="rff", features=4000, gammas=[0.3],

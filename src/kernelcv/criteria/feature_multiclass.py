@@ -39,6 +39,8 @@ from .feature_sums import (
     FoldSums,
     chunk_square_sums,
     held_out_values,
+    shared_fold_models,
+    shared_full_models,
     square_fold_models,
     square_full_model,
 )
@@ -201,26 +203,57 @@ def problem_sums(cells: FoldSums, n_folds: int, n_classes: int, problem) -> Fold
     """
     t, k = n_folds, n_classes
     D = cells.total.shape[1]
-    members = (np.arange(k) if problem.negative is None
-               else np.array([problem.negative, problem.positive]))
-    sign = np.zeros(k)
-    sign[members] = -1.0
-    sign[problem.positive] = 1.0
-    gram = cells.gram.reshape(t, k, D, D)[:, members].sum(axis=1)
     total = cells.total.reshape(t, k, D)
     count = cells.count.reshape(t, k)
-    return FoldSums(gram, total[:, members].sum(axis=1), np.einsum("tkd,k->td", total, sign),
-                    count[:, members].sum(axis=1), count @ sign)
+    sign = _signs(problem, k)
+    if problem.negative is None:  # every class: a sum, no copy of the cells
+        gram = cells.gram.reshape(t, k, D, D).sum(axis=1)
+        return FoldSums(gram, total.sum(axis=1), np.einsum("tkd,k->td", total, sign),
+                        count.sum(axis=1), count @ sign)
+    a, b = problem.negative, problem.positive
+    gram = cells.gram.reshape(t, k, D, D)
+    return FoldSums(gram[:, a] + gram[:, b], total[:, a] + total[:, b],
+                    total[:, b] - total[:, a], count[:, a] + count[:, b],
+                    (count[:, b] - count[:, a]).astype(np.float64))
+
+
+def _signs(problem, n_classes):
+    """+1 for the machine's positive class, -1 for its other classes, 0 elsewhere."""
+    sign = np.zeros(n_classes)
+    if problem.negative is None:
+        sign[:] = -1.0
+    else:
+        sign[problem.negative] = -1.0
+    sign[problem.positive] = 1.0
+    return sign
+
+
+def _rest_targets(cells: FoldSums, n_folds: int, n_classes: int):
+    """The one-vs-rest machines' ``zy`` (t, k, D) and ``ysum`` (t, k): the targets of
+    class c are +1 on c, -1 elsewhere, so ``zy_c = 2 total_c - total``."""
+    t, k = n_folds, n_classes
+    total = cells.total.reshape(t, k, -1)
+    count = cells.count.reshape(t, k).astype(np.float64)
+    return (2.0 * total - total.sum(axis=1, keepdims=True),
+            2.0 * count - count.sum(axis=1, keepdims=True))
 
 
 def scheme_fold_models(cells: FoldSums, lams, n_folds: int, n_classes: int, strategy: str,
                        fit_intercept=True, projection=None) -> list[FoldModels]:
-    """The fold-out models of every binary machine of the scheme for every lam
-    (:func:`~kernelcv.criteria.feature_sums.square_fold_models` of each machine's
-    :func:`problem_sums`), O(m t (D^3 + k D^2)) for m machines."""
+    """The fold-out models of every binary machine of the scheme for every lam.
+
+    One-vs-one: :func:`~kernelcv.criteria.feature_sums.square_fold_models` of each pair's
+    :func:`problem_sums`, O(t (D^3 + k D^2)) per pair. One-vs-rest: the machines share
+    their rows, so one ``eigh`` per fold serves every class
+    (:func:`~kernelcv.criteria.feature_sums.shared_fold_models`).
+    """
+    problems = binary_problems(np.arange(n_classes), n_classes, strategy)
+    if strategy == "ovr":
+        zy, ysum = _rest_targets(cells, n_folds, n_classes)
+        return shared_fold_models(problem_sums(cells, n_folds, n_classes, problems[0]), zy,
+                                  ysum, lams, fit_intercept, projection)
     return [square_fold_models(problem_sums(cells, n_folds, n_classes, problem), lams,
-                               fit_intercept, projection)
-            for problem in binary_problems(np.arange(n_classes), n_classes, strategy)]
+                               fit_intercept, projection) for problem in problems]
 
 
 def chunk_scheme_errors(X, y, fold_ids, fmap, gammas, coefs, intercepts, n_folds,
@@ -253,9 +286,14 @@ def chunk_scheme_errors(X, y, fold_ids, fmap, gammas, coefs, intercepts, n_folds
 def scheme_full_models(cells: FoldSums, lam, n_classes: int, strategy: str,
                        fit_intercept=True):
     """Every binary machine on all the summed rows: ``(W (D, m), c (m,))``
-    (:func:`~kernelcv.criteria.feature_sums.square_full_model` of each machine's sums;
-    the cells' folds are summed)."""
+    (:func:`~kernelcv.criteria.feature_sums.square_full_model` of each pair's sums; one
+    factorisation for all one-vs-rest machines; the cells' folds are summed)."""
     t = cells.count.shape[0] // n_classes
+    problems = binary_problems(np.arange(n_classes), n_classes, strategy)
+    if strategy == "ovr":
+        zy, ysum = _rest_targets(cells, t, n_classes)
+        return shared_full_models(problem_sums(cells, t, n_classes, problems[0]), zy, ysum,
+                                  lam, fit_intercept)
     fits = [square_full_model(problem_sums(cells, t, n_classes, problem), lam, fit_intercept)
-            for problem in binary_problems(np.arange(n_classes), n_classes, strategy)]
+            for problem in problems]
     return np.column_stack([w for w, _ in fits]), np.array([c for _, c in fits])

@@ -121,29 +121,46 @@ def square_fold_models(sums: FoldSums, lams, fit_intercept=True, projection=None
     Cost O(t (D^3 + k D^2)). ``projection`` is kept with the models (see
     :class:`FoldModels`).
     """
+    return shared_fold_models(sums, sums.zy[:, None, :], sums.ysum[:, None], lams,
+                              fit_intercept, projection)[0]
+
+
+def shared_fold_models(sums: FoldSums, zy, ysum, lams, fit_intercept=True,
+                       projection=None) -> list[FoldModels]:
+    """The fold-out ridge models of q target vectors on the same rows, one ``eigh`` per
+    fold for all of them.
+
+    ``zy`` (t, q, D) and ``ysum`` (t, q) replace ``sums.zy`` / ``sums.ysum`` (the sums of
+    z y and y of each fold for each target; the one-vs-rest machines of a multiclass
+    scheme). A fold without rows is left out of its model like any other (its model is
+    that of all rows): it has no held-out rows of its own, but a multiclass scheme asks
+    every machine for the values of every fold's rows. Cost O(t (D^3 + q k D^2)).
+    """
     lams = np.asarray(lams, dtype=np.float64)
     t, D = sums.total.shape
-    G, s, r = sums.gram.sum(axis=0), sums.total.sum(axis=0), sums.zy.sum(axis=0)
-    n, u = int(sums.count.sum()), float(sums.ysum.sum())
-    coef = np.zeros((t, D, lams.size))
-    intercept = np.zeros((t, lams.size))
+    q = zy.shape[1]
+    G, s = sums.gram.sum(axis=0), sums.total.sum(axis=0)
+    r, u = zy.sum(axis=0), ysum.sum(axis=0)  # (q, D), (q,)
+    n = int(sums.count.sum())
+    coef = np.zeros((q, t, D, lams.size))
+    intercept = np.zeros((q, t, lams.size))
     for i in range(t):
         m = n - int(sums.count[i])
-        if m <= 0 or sums.count[i] == 0:
+        if m <= 0:
             continue
         if fit_intercept:
             mu = (s - sums.total[i]) / m
-            ybar = (u - sums.ysum[i]) / m
+            ybar = (u - ysum[i]) / m
         else:
-            mu, ybar = np.zeros(D), 0.0
+            mu, ybar = np.zeros(D), np.zeros(q)
         A = G - sums.gram[i] - m * np.outer(mu, mu)
-        b = r - sums.zy[i] - m * mu * ybar
+        b = r - zy[i] - m * ybar[:, None] * mu[None, :]  # (q, D)
         values, Q = np.linalg.eigh((A + A.T) / 2.0)
         values = np.maximum(values, 0.0)  # A is PSD; rounding may leave tiny negatives
-        q = Q.T @ b
-        coef[i] = Q @ (q[:, None] / (values[:, None] + m * lams[None, :]))
-        intercept[i] = ybar - mu @ coef[i]
-    return FoldModels(coef, intercept, projection)
+        scaled = (b @ Q)[:, :, None] / (values[None, :, None] + m * lams[None, None, :])
+        coef[:, i] = np.einsum("dj,qjk->qdk", Q, scaled)
+        intercept[:, i] = ybar[:, None] - np.einsum("d,qdk->qk", mu, coef[:, i])
+    return [FoldModels(coef[j], intercept[j], projection) for j in range(q)]
 
 
 def fold_errors(F, y, fold_ids, n_folds, classifier=True) -> np.ndarray:
@@ -221,15 +238,25 @@ def square_full_model(sums: FoldSums, lam, fit_intercept=True):
     ``(A + n lam I) w = b`` with A, b centred by the means as in the module docstring,
     ``c = ybar - mu.w``. Cost O(D^3) (a Cholesky factorisation; least squares if it
     fails)."""
+    W, c = shared_full_models(sums, sums.zy[:, None, :], sums.ysum[:, None], lam,
+                              fit_intercept)
+    return W[:, 0], float(c[0])
+
+
+def shared_full_models(sums: FoldSums, zy, ysum, lam, fit_intercept=True):
+    """:func:`square_full_model` of q target vectors on the same rows (``zy`` (t, q, D),
+    ``ysum`` (t, q) as in :func:`shared_fold_models`), one factorisation for all:
+    ``(W (D, q), c (q,))``."""
     D = sums.total.shape[1]
-    G, s, r = sums.gram.sum(axis=0), sums.total.sum(axis=0), sums.zy.sum(axis=0)
-    n, u = int(sums.count.sum()), float(sums.ysum.sum())
-    mu, ybar = (s / n, u / n) if fit_intercept else (np.zeros(D), 0.0)
+    G, s = sums.gram.sum(axis=0), sums.total.sum(axis=0)
+    r, u = zy.sum(axis=0), ysum.sum(axis=0)
+    n = int(sums.count.sum())
+    mu, ybar = (s / n, u / n) if fit_intercept else (np.zeros(D), np.zeros(zy.shape[1]))
     A = G - n * np.outer(mu, mu) + n * float(lam) * np.eye(D)
-    b = r - n * mu * ybar
+    b = (r - n * ybar[:, None] * mu[None, :]).T  # (D, q)
     A = (A + A.T) / 2.0
     try:
-        w = cho_solve(cho_factor(A), b)
+        W = cho_solve(cho_factor(A), b)
     except LinAlgError:
-        w = np.linalg.lstsq(A, b, rcond=None)[0]
-    return w, ybar - float(mu @ w)
+        W = np.linalg.lstsq(A, b, rcond=None)[0]
+    return W, ybar - mu @ W

@@ -38,6 +38,8 @@ from ..exceptions import KernelCVError
 from . import evaluate as evaluation
 from .multiclass import MulticlassCV
 
+# The registry of the warnings machine_refit_cv passes on (once per place under "default").
+_REEMITTED: dict = {}
 # LIBSVM kernel cache of the refits that compute kernel rows themselves (MB).
 SVC_CACHE_MB = 500
 
@@ -149,7 +151,7 @@ def machine_refit_cv(K, y, fold_ids, lams, machine) -> list[dict]:
                 unconverged = True
             else:
                 warnings.warn_explicit(warning.message, warning.category, warning.filename,
-                                       warning.lineno)
+                                       warning.lineno, registry=_REEMITTED)
         if ev is None:
             records.append({"cv_error": None, "fold_errors": None,
                             "seconds": time.perf_counter() - start})

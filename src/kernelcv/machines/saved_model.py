@@ -174,7 +174,10 @@ def _feature_model(model: LinearFeatureModel, machine, lam):
         arrays["landmarks"] = np.asarray(fmap.landmarks_, dtype=np.float64)
     if model.classes is not None:
         arrays["classes"] = _classes(list(model.classes))
-    header = {"model": "feature_space", "machine": _machine_entry(machine),
+    entry = _machine_entry(machine)
+    if model.strategy is not None:  # the model's own scheme, whatever the machine says
+        entry["multiclass"] = model.strategy
+    header = {"model": "feature_space", "machine": entry,
               "feature_map": {"kind": fmap.kind, "n_features": int(fmap.n_features),
                               "gamma": model.gamma, "seed": fmap.random_state,
                               "sparse": bool(sp.issparse(getattr(fmap, "landmarks_",

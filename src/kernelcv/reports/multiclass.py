@@ -61,7 +61,8 @@ def exact_confusion_skipped(result, stream, memory_budget):
         return "the rows were read in chunks (--stream)"
     if result.method != "rff" or result.exact_heldout.get(result.best_index) is not None:
         return None
-    if not refine_wanted("auto", n):
+    refine = result.criterion.refine  # refine=True asked for the kernel fits: made here too
+    if not refine_wanted(True if refine is True else "auto", n):
         return (f"n = {n} > {REFINE_AUTO_LIMIT}, where its t kernel fits are what method "
                 "'rff' avoids")
     if not dense_refits_fit(refit_name(result.machine_spec), n, memory_budget):

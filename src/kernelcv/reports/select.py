@@ -28,9 +28,7 @@ from ..selection.backends import run_tasks
 from ..selection.feature_growth import MAX_FEATURES, TIME_BUDGET
 from ..selection.final import ChunkedSVC, check_final_kernel, fit_final, svc_as_kernel_model
 from ..selection.methods import BIF
-from ..selection.refine import (
-    refine_for_final,
-)
+from ..selection.refine import refine_for_final
 from ..selection.search import grid_search
 from ..selection.tasks import exact_task
 from ..validation import check_data

@@ -71,6 +71,6 @@ def streamed_test_error(model, source, n_dims, metric, known=None, predictions=N
             total += float(np.sum(predicted != y))
         else:
             total += float(np.sum((predicted - y.astype(np.float64)) ** 2))
-    if predictions is not None:
+    if predictions is not None and label_parts:
         predictions.extend([np.concatenate(label_parts), np.concatenate(predicted_parts)])
     return total / labels.size
