@@ -19,7 +19,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.datasets import dump_svmlight_file
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Ridge
-from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
 from sklearn.svm import LinearSVC
 
 import kernelcv as kc
@@ -41,8 +40,7 @@ from kernelcv.rowchunks import ArraySource, open_rows
 from kernelcv.selection.final import fit_final
 from kernelcv.selection.rowmap import LocalRows
 from kernelcv.validation import make_folds
-
-WRAPPERS = {"ovo": OneVsOneClassifier, "ovr": OneVsRestClassifier}
+from test_multiclass import WRAPPERS, blobs  # the tests folder is on sys.path
 
 
 class LamLinear(ClassifierMixin, BaseEstimator):
@@ -79,14 +77,6 @@ class LamLinear(ClassifierMixin, BaseEstimator):
 
     def predict(self, Z):
         return self.classes_[(self.decision_function(Z) > 0).astype(int)]
-
-
-def blobs(seed, n, k, d=3, spread=1.2):
-    rng = np.random.default_rng(seed)
-    codes = np.arange(n) % k
-    rng.shuffle(codes)
-    centres = rng.normal(scale=spread, size=(k, d))
-    return centres[codes] + rng.normal(size=(n, d)), codes
 
 
 def oracle_fold_errors(Z, codes, folds, strategy, loss, lam, fit_intercept=True):
