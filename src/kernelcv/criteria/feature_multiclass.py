@@ -24,7 +24,15 @@ Losses (see :mod:`kernelcv.criteria.random_features`):
     :func:`~kernelcv.criteria.random_features.svm_heldout_values` per (fold, machine): the
     primal Newton path warm-started along lam, or LIBLINEAR cold fits.
 
-One-vs-one with k classes has k (k - 1) / 2 machines on about 2n/k rows each.
+One-vs-one with k classes has k (k - 1) / 2 machines on about 2n/k rows each. Memory: the
+(n, machines, lams) held-out values besides Z.
+
+Rows read in chunks or on a cluster (square loss): :func:`chunk_class_sums` sums each
+(fold, class) cell once (t k D^2 floats per gamma); every machine's per-fold sums are sums
+of cells (:func:`problem_sums`), its fold-out models follow as in
+:mod:`kernelcv.criteria.feature_sums` (:func:`scheme_fold_models`: one ``eigh`` per fold
+for all one-vs-rest machines, t per pair for one-vs-one), and a second pass combines each
+row's values (:func:`chunk_scheme_errors`). Tested equal to :func:`multiclass_path_cv`.
 """
 
 from __future__ import annotations
