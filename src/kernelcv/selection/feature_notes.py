@@ -35,7 +35,7 @@ def edge_notes(candidates, best_index, features,
                 f"try more features ({more}) before trusting it"]
     checked = (" (by the exact refit CV of the refinement)"
                if best.get("status") == "refined" else "")
-    return [f"{note}{checked}; consider extending the grid (the exact SVC fit at a large C "
+    return [f"{note}{checked}; consider extending the grid (the exact kernel fit at a large C "
             "can be slow)"]
 
 
