@@ -213,14 +213,7 @@ def _fit_in_feature_space(X, y, result, gamma, lam, n_features, rows=None):
         return _multiclass_in_feature_space(X, y, space, gamma, lam, n_features, rows)
     _, y_pm, mapping = _pm_labels(y, space.classifier)
     classes = (mapping[-1], mapping[1]) if mapping is not None else None
-    if rows is None:  # one "fold" of all rows (the second, so that model 0 has them all)
-        source = X if is_row_source(X) else ArraySource(X, y_pm)
-        rows = LocalRows(source, y_pm, np.ones(y.shape[0], dtype=np.intp), n_folds=2)
-    fmap = FeatureMap(space.feature_map, n_features, space.feature_seed, nested=True)
-    fmap.draw(rows.n_rows, rows.n_dims)
-    if fmap.kind == "nystroem":
-        fmap.set_landmarks(rows.take(fmap.landmark_rows_))
-    chunk = chunk_rows_for(n_features, rows.source.row_bytes)
+    rows, fmap, chunk = _final_map(X, y_pm, space, n_features, rows)
     if space.feature_loss == "square":
         projection = fmap.projection(gamma)
         sums = rows.map_reduce(chunk_square_sums, chunk, fmap=fmap, gammas=[gamma],
@@ -237,6 +230,20 @@ def _fit_in_feature_space(X, y, result, gamma, lam, n_features, rows=None):
     return LinearFeatureModel(fmap, gamma, w, c, classes)
 
 
+def _final_map(X, targets, space, n_features, rows=None):
+    """The training rows (``rows``, else X's rows as one "fold" of all rows -- the second,
+    so that model 0 has them all), a fresh nested draw of the search's map on them, and
+    the chunk size: ``(rows, fmap, chunk_rows)``."""
+    if rows is None:
+        source = X if is_row_source(X) else ArraySource(X, targets)
+        rows = LocalRows(source, targets, np.ones(targets.shape[0], dtype=np.intp), n_folds=2)
+    fmap = FeatureMap(space.feature_map, n_features, space.feature_seed, nested=True)
+    fmap.draw(rows.n_rows, rows.n_dims)
+    if fmap.kind == "nystroem":
+        fmap.set_landmarks(rows.take(fmap.landmark_rows_))
+    return rows, fmap, chunk_rows_for(n_features, rows.source.row_bytes)
+
+
 def _multiclass_in_feature_space(X, y, space, gamma, lam, n_features, rows=None):
     """Every binary machine of the search's scheme in feature space: from sums per class
     over row chunks with the square loss (:func:`~kernelcv.criteria.feature_multiclass.
@@ -246,20 +253,12 @@ def _multiclass_in_feature_space(X, y, space, gamma, lam, n_features, rows=None)
     _, codes, mapping = check_data(np.zeros((y.shape[0], 1)), y, True, multiclass=True)
     classes = tuple(mapping[code] for code in sorted(mapping))
     k, strategy = space.n_classes, space.strategy
-    fmap = FeatureMap(space.feature_map, n_features, space.feature_seed, nested=True)
+    rows, fmap, chunk = _final_map(X, codes, space, n_features, rows)
     if space.feature_loss != "square":
-        fmap.fit(X)
         W, c = fit_multiclass_linear(fmap.transform(X, gamma), codes, lam, space.feature_loss,
                                      k, strategy, random_state=space.feature_seed,
                                      fit_intercept=space.feature_intercept)
         return MulticlassFeatureModel(fmap, gamma, W, c, classes, strategy)
-    if rows is None:  # one "fold" of all rows, as the binary model's sums
-        source = X if is_row_source(X) else ArraySource(X, codes)
-        rows = LocalRows(source, codes, np.ones(y.shape[0], dtype=np.intp), n_folds=2)
-    fmap.draw(rows.n_rows, rows.n_dims)
-    if fmap.kind == "nystroem":
-        fmap.set_landmarks(rows.take(fmap.landmark_rows_))
-    chunk = chunk_rows_for(n_features, rows.source.row_bytes)
     cells = rows.map_reduce(chunk_class_sums, chunk, fmap=fmap, gammas=[gamma],
                             projections=[fmap.projection(gamma)], n_folds=rows.n_folds,
                             n_classes=k)[0]
