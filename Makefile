@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo bench bench-select bench-floor bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
+.PHONY: test test-slow demo bench bench-spectral bench-select bench-floor bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,10 @@ bench-rff-large: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_rff_large.py default --runs 2
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_rff_large.py scaling --memory-max 1000000 \
 		--png docs/figures/rff_large_scaling.png
+
+# The spectral engine (one eigh per kernel) vs bif, exact, GridSearchCV and Halving (SVC).
+bench-spectral: $(STAMP)
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) benchmarks/bench_spectral.py
 
 bench-papers: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m kernelcv bench --quick --out bench-results

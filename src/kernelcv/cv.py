@@ -7,6 +7,8 @@
   eigendecomposition (:mod:`kernelcv.criteria.closed_form`).
 * ``"bif"`` -- one full-data fit plus the BIF correction of order ``order``
   (:mod:`kernelcv.criteria.bif`).
+* ``"spectral"`` -- exact t-fold CV of any machine for every lam from one
+  eigendecomposition (:mod:`kernelcv.criteria.spectral`; batched majorize-minimize steps).
 
 The method's checks (machines it accepts, order, memory need) are those of its method
 object in :mod:`kernelcv.selection.methods`, so ``cross_validate`` and the grid search
@@ -27,20 +29,22 @@ from .criteria.conditioning import ILL_CONDITIONED
 from .criteria.evaluate import evaluate_lam
 from .criteria.multiclass import MulticlassCV
 from .criteria.result import CVResult
+from .criteria.spectral import spectral_evaluations
 from .criteria.truncation import UNCONVERGED
 from .exceptions import KernelCVError
 from .kernels import GramFactory, make_kernel, resolve_gamma
 from .machines import make_machine
 from .memory import check_dense_budget
 from .selection.methods import BIF, ClosedForm, ExactRefit, parse_order
+from .selection.spectral_method import Spectral
 from .validation import check_data, check_positive, make_folds, splitter_fold_ids
 
 __all__ = ["METHODS", "cross_validate", "cross_validate_path", "parse_order"]
 
 # The methods cross_validate offers: those that give held-out predictions of one setting.
-METHODS = (ExactRefit.name, ClosedForm.name, BIF.name)
+METHODS = (ExactRefit.name, ClosedForm.name, BIF.name, Spectral.name)
 _METHOD_CLASSES = {ExactRefit.name: ExactRefit, ClosedForm.name: ClosedForm,
-                   BIF.name: BIF}
+                   BIF.name: BIF, Spectral.name: Spectral}
 
 
 def _prepare(X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
@@ -114,7 +118,9 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
         of a splitter (``KFold(5)``, ``StratifiedKFold(5)``, ``GroupKFold(5)`` with
         ``groups``, ``LeaveOneOut()``, ...) whose test sets partition the samples (see
         :func:`kernelcv.validation.splitter_fold_ids`).
-    method : {"exact", "closed-form", "bif"}
+    method : {"exact", "closed-form", "bif", "spectral"}
+        ``"spectral"``: exact for every machine, from one eigendecomposition of K (all
+        lam values of :func:`cross_validate_path` share it).
     order : int, "inf" or "auto"
         BIF order (``method="bif"`` only).
     random_state : int or None
@@ -187,16 +193,24 @@ def _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width, ep
     setup_seconds = time.perf_counter() - start
     closed = multi = None
     tic = time.perf_counter()
-    if spec.is_multiclass:
+    if spec.is_multiclass and method != Spectral.name:
         multi = MulticlassCV(K, y, fold_ids, spec, closed_form=method == "closed-form")
     elif method == "closed-form":
         closed = ClosedFormCV(K, fold_ids, fit_intercept=spec.fit_intercept)
     setup_seconds += time.perf_counter() - tic
     results: list[CVResult | None] = [None] * len(lam_values)
     previous = None
+    spectral = None
+    if method == Spectral.name:  # every lam at once, from one eigendecomposition
+        spectral = spectral_evaluations(K, y, fold_ids, lam_values, spec)
     for position in np.argsort(lam_values)[::-1]:
         lam = lam_values[position]
-        if multi is not None:
+        if spectral is not None:
+            ev = spectral[position]
+            predictions = getattr(ev, "decisions", ev.predictions)
+            codes = (ev.predictions if spec.is_multiclass
+                     else (ev.predictions >= 0).astype(np.intp))
+        elif multi is not None:
             ev = multi.evaluate(lam, spec, method, order=order, tol=tol, warm=previous)
             predictions, codes = ev.decisions, ev.predictions
         else:

@@ -87,8 +87,9 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``fit``, ``LeaveOneOut``, ``PredefinedSplit``); an array of fold ids; ``"auto"``:
         t and the BIF order per lam from ``epsilon`` (granularity selection).
     folds : alias of ``cv`` (the earlier name); give one of them.
-    method : {"closed-form", "bif", "exact", "gacv", "rff"}, default=None
-        Closed-form for krr/lssvm, bif otherwise.
+    method : {"closed-form", "bif", "exact", "gacv", "rff", "spectral"}, default=None
+        Closed-form for krr/lssvm, bif otherwise. ``"spectral"``: exact CV of every
+        candidate of a kernel setting from one eigendecomposition (no confirmations).
     order, epsilon, granularity : BIF order (default ``"inf"``), tolerated error and
         rule of ``cv="auto"``.
     confirm : int, default=3

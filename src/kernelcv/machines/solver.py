@@ -271,7 +271,7 @@ def _intercept_between_knots(loss, y, F0):
 SHALLOW_BAND_DEPTH = 1e-4
 
 
-def _central_intercept(loss, y, F0, b0):
+def central_intercept(loss, y, F0, b0):
     """The midpoint of the interval of optimal intercepts around ``b0`` (flat slope).
 
     When no point lies on a quadratic piece the objective is linear in b near the
@@ -427,7 +427,7 @@ def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, interc
     balanced = fit_intercept and n and (
         abs(float(np.sum(g))) <= 1e-9 * max(1.0, float(np.sum(np.abs(g)))))
     if converged and balanced:
-        centred = _central_intercept(loss, y, K_alpha, b)
+        centred = central_intercept(loss, y, K_alpha, b)
         if centred != b:
             b = centred
             F = K_alpha + b

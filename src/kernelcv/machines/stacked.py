@@ -161,7 +161,7 @@ def _active_systems(K, on, g, h, F, target, two_lam_n):
 
 
 def _central_intercepts(loss, y, valid, K_alpha, b):
-    """:func:`kernelcv.machines.solver._central_intercept` of every problem at once.
+    """:func:`kernelcv.machines.solver.central_intercept` of every problem at once.
 
     The same rule on (P, m) arrays: where every real row sits on or outside each
     quadratic band (within :data:`~kernelcv.machines.solver.SHALLOW_BAND_DEPTH` of its

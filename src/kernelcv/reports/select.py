@@ -57,11 +57,13 @@ HALVING_AUTO_FROM = 200
 
 
 def resolve_screen(screen, n_samples, method, checkpoint):
-    """``screen="auto"``: "off" with rff or a checkpoint, "halving" from
-    :data:`HALVING_AUTO_FROM` rows, else "coarse"; other values are returned unchanged."""
+    """``screen="auto"``: "off" with rff, spectral (whose every lam of a kernel setting
+    costs one eigendecomposition: the whole grid is evaluated) or a checkpoint, "halving"
+    from :data:`HALVING_AUTO_FROM` rows, else "coarse"; other values are returned
+    unchanged."""
     if screen != "auto":
         return screen
-    if method == "rff" or checkpoint is not None:
+    if method in ("rff", "spectral") or checkpoint is not None:
         return "off"
     return "halving" if n_samples >= HALVING_AUTO_FROM else "coarse"
 

@@ -14,8 +14,10 @@ from .feature_space import FeatureSpace
 from .gacv_method import GACV
 from .methods import BIF, ClosedForm, CVMethod, ExactRefit, GranularityRule
 from .refine import REFINE_MAX_EVALS
+from .spectral_method import Spectral
 
-METHOD_CLASSES = {cls.name: cls for cls in (ExactRefit, ClosedForm, BIF, GACV, FeatureSpace)}
+METHOD_CLASSES = {cls.name: cls for cls in (ExactRefit, ClosedForm, BIF, GACV, FeatureSpace,
+                                            Spectral)}
 METHODS = tuple(METHOD_CLASSES)
 # The default options of the random-feature method (refused with other methods).
 _FEATURE_DEFAULTS = ("auto", None, None, None, "auto", REFINE_MAX_EVALS, MAX_FEATURES, TIME_BUDGET)

@@ -1,0 +1,355 @@
+"""Exact fold-out models of the smooth-loss machines for every lam and every fold from one
+eigendecomposition of K: batched majorize-minimize (MM) iterations in K's eigenbasis.
+
+The problem of fold i (retained rows R, ``m = |R|``), in the papers' convention::
+
+    min_{alpha, b}  sum_{j in R} loss(y_j, f_j) + m lam alpha' K alpha,   f = K alpha + b 1
+
+Every loss of the L2-SVM, the Huber SVM and the Huber SVR has a Lipschitz derivative:
+``loss'' <= M`` (2 for the squared hinge and the square loss, ``1 / (2 w)`` for the Huber
+losses of width w). So at the current values ``v`` the loss is majorized by the quadratic
+``(M/2) (f_j - z_j)^2 + const`` with ``z_j = v_j - loss'(y_j, v_j) / M``, and a held-out
+row, which carries no loss, by ``(M/2) (f_j - v_j)^2`` (zero at v, never negative). The
+surrogate of *every* fold's problem is then an LS-SVM on **all** n rows with the targets
+``z`` (held-out rows: their current predictions) and the ridge ``rho = 2 m lam / M``::
+
+    (K + rho I) alpha + b 1 = z,   1' alpha = 0        (no intercept: b = 0)
+
+whose solution, with ``K = Q diag(s) Q'``, ``z_hat = Q' z``, ``u = Q' 1`` and
+``w = 1 / (s + rho)``, is ``b = (u' (w * z_hat)) / (u' (w * u))`` and
+``f = Q (s * w * (z_hat - b u)) + b``. One eigendecomposition serves every lam and every
+fold; each MM step of all (problem, lam, fold) columns together is two matrix products
+(BLAS-3), ``O(n r C)`` for C columns and the r eigenpairs kept. The steps are accelerated
+(FISTA with O'Donoghue and Candes's gradient restart, per column; the MM step is a
+proximal-gradient step of step ``1 / M`` whose proximal map is the ridge solve above), a
+column leaves the batch once its step changes f by less than ``tol * max(1, max |f|)``, and
+a column still moving after ``max_iter`` steps is refitted by the primal Newton solver
+(:func:`kernelcv.machines.solver.fit_kernel_machine`), started from the MM iterate.
+
+Held-out values are formed directly, ``f_{-S}(x_j) = K_{j,R} alpha_R + b`` with the
+optimality form ``alpha_R = -loss'(y_R, f_R) / (2 m lam)``, not as a difference of the
+full fit and a correction, so they stay accurate at tiny kernel widths.
+
+Eigenpairs with ``s_j <= n eps max(s)`` (rounding noise of ``eigh``) are dropped: they add
+nothing to f, and their share of the intercept is ``(1' z - u_r' z_hat_r) / rho`` with
+``s_j`` taken as 0 (relative error ``s_j / rho``).
+
+Cost: one ``eigh`` (``O(n^3)``), then per MM step ``4 n r C`` flops over the columns still
+moving; the held-out values ``O(n^2)`` per (problem, lam). Memory: K, Q and ~6 n x C
+arrays.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+
+from ..exceptions import KernelCVError
+from ..machines.multiclass import predict_codes
+from ..machines.solver import central_intercept, fit_kernel_machine
+from .evaluate import Evaluation
+from .multiclass import problem_layout
+from .result import fold_errors
+
+#: The default stopping tolerance: the last MM step moved no value by more than this,
+#: relative to ``max(1, max |f|)``.
+TOLERANCE = 1e-10
+#: MM steps before a column is handed to the Newton solver.
+MAX_STEPS = 3000
+
+
+def max_curvature(loss) -> float:
+    """The bound M on ``loss''`` of a machine's loss (the MM majorizer's curvature)."""
+    width = getattr(loss, "width", None)
+    if width is None:
+        return 2.0  # square, squared hinge
+    # The Huber eps-insensitive loss has two bands; for eps < width they overlap and
+    # the second derivatives add up.
+    overlap = getattr(loss, "epsilon", None)
+    if overlap is not None and overlap < width:
+        return 1.0 / width
+    return 1.0 / (2.0 * width)
+
+
+@dataclass
+class SpectralSolution:
+    """Held-out values of every (problem, lam) and how the iterations went.
+
+    Attributes
+    ----------
+    predictions : (n, P, L) held-out value of row j by the model of its own fold, for each
+        of P problems (target columns) and L lam values.
+    extra_predictions : (m, P, L) values at the extra points, or None.
+    intercepts : (P, L, t) fold-out intercepts.
+    steps : (P, L) the largest number of MM steps a fold of that (problem, lam) took.
+    refitted : (P, L) folds finished by the Newton solver.
+    """
+
+    predictions: np.ndarray
+    extra_predictions: np.ndarray | None
+    intercepts: np.ndarray
+    steps: np.ndarray
+    refitted: np.ndarray
+
+
+class SpectralCV:
+    """Fold-out solutions of smooth-loss kernel machines from one ``eigh(K)``.
+
+    Parameters
+    ----------
+    K : (n, n) symmetric positive semi-definite Gram matrix.
+    fold_ids : (n,) fold ids ``0..t-1`` (every fold non-empty, every training part too).
+    fit_intercept : an unregularised intercept b.
+    """
+
+    def __init__(self, K, fold_ids, fit_intercept=True):
+        self.K = K
+        self.fold_ids = np.asarray(fold_ids)
+        self.fit_intercept = bool(fit_intercept)
+        self.n = K.shape[0]
+        self.t = int(self.fold_ids.max()) + 1
+        self.folds = [np.flatnonzero(self.fold_ids == i) for i in range(self.t)]
+        eigenvalues, Q = sla.eigh(K, driver="evd", check_finite=False)
+        top = float(eigenvalues[-1]) if self.n else 0.0
+        keep = eigenvalues > self.n * np.finfo(np.float64).eps * max(top, 0.0)
+        # Columns in descending order of eigenvalue; a contiguous copy (BLAS reads it
+        # once per step in each direction).
+        self.s = np.ascontiguousarray(eigenvalues[keep][::-1])
+        self.Q = np.ascontiguousarray(Q[:, keep][:, ::-1])
+        self.u = self.Q.T @ np.ones(self.n)
+        self.retained = np.array([self.n - f.size for f in self.folds], dtype=np.float64)
+
+    @property
+    def rank(self) -> int:
+        """Eigenpairs kept (above the rounding level of ``eigh``)."""
+        return int(self.s.size)
+
+    def _ridge_solve(self, Z, rho):
+        """f and b of the LS-SVM ``(K + rho I) alpha + b 1 = z``, one column per problem."""
+        Z_hat = self.Q.T @ Z
+        w = 1.0 / (self.s[:, None] + rho[None, :])
+        if self.fit_intercept:
+            u = self.u[:, None]
+            # The dropped eigenpairs (s ~ 0) weigh 1 / rho in the intercept.
+            tail_z = Z.sum(axis=0) - (u * Z_hat).sum(axis=0)
+            tail_u = self.n - float(self.u @ self.u)
+            b = (((u * w) * Z_hat).sum(axis=0) + tail_z / rho) / (
+                (u * u * w).sum(axis=0) + tail_u / rho)
+            Z_hat -= b[None, :] * u
+        else:
+            b = np.zeros(Z.shape[1])
+        Z_hat *= self.s[:, None] * w
+        return self.Q @ Z_hat + b[None, :], b
+
+    def _iterate(self, F, columns, Y, p_of, held_out, rho_all, loss, M, steps, tol,
+                 max_steps):
+        """Accelerated MM steps on ``F[:, columns]`` (in place) until each column stops
+        moving; returns the columns still moving after ``max_steps``."""
+        V = F[:, columns].copy()
+        Fc = F[:, columns].copy()
+        momentum = np.ones(columns.size)
+        active = np.arange(columns.size)
+        for _ in range(max_steps):
+            if active.size == 0:
+                break
+            cols = columns[active]
+            g, _h = loss.derivatives(Y[:, p_of[cols]], V[:, active])
+            g[held_out[:, cols]] = 0.0
+            F_new, _b = self._ridge_solve(V[:, active] - g / M, rho_all[cols])
+            F_old = Fc[:, active]
+            V_old = V[:, active]
+            step_change = np.abs(F_new - F_old).max(axis=0)
+            mapping = np.abs(F_new - V_old).max(axis=0)
+            scale = np.maximum(1.0, np.abs(F_new).max(axis=0))
+            restart = np.einsum("ij,ij->j", V_old - F_new, F_new - F_old) > 0
+            t_old = momentum[active]
+            t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t_old * t_old))
+            beta = np.where(restart, 0.0, (t_old - 1.0) / t_new)
+            V[:, active] = F_new + beta[None, :] * (F_new - F_old)
+            Fc[:, active] = F_new
+            momentum[active] = np.where(restart, 1.0, t_new)
+            steps[cols] += 1
+            done = np.maximum(step_change, mapping) <= tol * scale
+            active = active[~done]
+        F[:, columns] = Fc
+        return columns[active]
+
+    @staticmethod
+    def _centre_flat_intercepts(F, b, g, Y, p_of, held_out, loss, moving):
+        """The Newton solver's rule where the optimal intercept is an interval: its
+        midpoint (:func:`kernelcv.machines.solver.central_intercept`), so that the
+        fold-out models are the refits' (Huber hinge with no row in its band)."""
+        left = np.zeros(F.shape[1], dtype=bool)
+        left[moving] = True
+        for c in np.flatnonzero(~left):
+            rows = ~held_out[:, c]
+            g_c = g[rows, c]
+            if abs(float(g_c.sum())) > 1e-9 * max(1.0, float(np.abs(g_c).sum())):
+                continue  # unbalanced slopes: b is unique
+            F_c = F[rows, c]
+            b[c] = central_intercept(loss, Y[rows, p_of[c]], F_c - b[c], b[c])
+
+    def solve(self, y, lams, loss, *, extra=None, tol=TOLERANCE, max_steps=MAX_STEPS
+              ) -> SpectralSolution:
+        """Every fold's model for every lam and target column.
+
+        Parameters
+        ----------
+        y : (n,) or (n, P) targets (+-1 labels for the classification losses).
+        lams : (L,) lam values > 0.
+        loss : a loss of :mod:`kernelcv.machines.losses`.
+        extra : None or ``(K_extra, extra_fold_ids)``: (m, n) kernel values between m
+            extra points and the rows, and each point's fold id: its value comes from
+            that fold's model, or from the full-data model for id -1 (one more column
+            per problem and lam).
+        tol, max_steps : stopping rule of the MM steps (see the module notes).
+        """
+        Y = np.asarray(y, dtype=np.float64)
+        if Y.ndim == 1:
+            Y = Y[:, None]
+        lams = np.asarray(lams, dtype=np.float64)
+        n, P, L = self.n, Y.shape[1], lams.size
+        extra_folds = None if extra is None else np.asarray(extra[1])
+        # An extra point of id -1 is predicted by the full-data model: one more "fold"
+        # (number t) that holds out no row.
+        full = extra_folds is not None and bool(np.any(extra_folds < 0))
+        t = self.t + int(full)
+        retained = np.append(self.retained, float(n)) if full else self.retained
+        M = max_curvature(loss)
+        # Column c = (p, l, i): problem p, lam l, fold i.
+        p_of = np.repeat(np.arange(P), L * t)
+        l_of = np.tile(np.repeat(np.arange(L), t), P)
+        i_of = np.tile(np.arange(t), P * L)
+        m_of = retained[i_of]
+        rho_all = 2.0 * m_of * lams[l_of] / M
+        C = P * L * t
+        held_out = self.fold_ids[:, None] == i_of[None, :]  # (n, C)
+        F = np.zeros((n, C))
+        steps = np.zeros(C, dtype=np.int64)
+        moving = self._iterate(F, np.arange(C), Y, p_of, held_out, rho_all, loss, M, steps,
+                               tol, max_steps)
+        refitted = np.zeros(C, dtype=bool)
+        refitted[moving] = True
+        # The fold-out coefficients in optimality form, their intercepts, and the direct
+        # held-out values.
+        g, _h = loss.derivatives(Y[:, p_of], F)
+        g[held_out] = 0.0
+        alpha = -g / (2.0 * m_of * lams[l_of])[None, :]
+        b = np.zeros(C)
+        if self.fit_intercept:
+            _f, b = self._ridge_solve(F - g / M, rho_all)
+            self._centre_flat_intercepts(F, b, g, Y, p_of, held_out, loss, moving)
+        for c in moving:  # not converged: finished exactly by the Newton solver
+            rows = np.flatnonzero(~held_out[:, c])
+            fit = fit_kernel_machine(self.K[np.ix_(rows, rows)], Y[rows, p_of[c]],
+                                     float(lams[l_of[c]]), loss,
+                                     fit_intercept=self.fit_intercept,
+                                     alpha0=alpha[rows, c], intercept0=float(b[c]))
+            alpha[:, c] = 0.0
+            alpha[rows, c] = fit.alpha
+            b[c] = fit.intercept
+        predictions = np.empty((n, P, L))
+        A = alpha.reshape(n, P, L, t)
+        for i, rows in enumerate(self.folds):
+            predictions[rows] = np.einsum("rn,npl->rpl", self.K[rows], A[:, :, :, i],
+                                          optimize=True)
+        B = b.reshape(P, L, t)
+        predictions += B[:, :, self.fold_ids].transpose(2, 0, 1)
+        B = B[:, :, :self.t] if full else B
+        extra_predictions = None
+        if extra is not None:
+            K_extra = extra[0]
+            extra_folds = np.where(extra_folds < 0, self.t, extra_folds)
+            extra_predictions = np.empty((K_extra.shape[0], P, L))
+            for i in range(t):
+                rows = np.flatnonzero(extra_folds == i)
+                if rows.size:
+                    extra_predictions[rows] = np.einsum(
+                        "rn,npl->rpl", K_extra[rows], A[:, :, :, i], optimize=True)
+            extra_predictions += b.reshape(P, L, t)[:, :, extra_folds].transpose(2, 0, 1)
+        return SpectralSolution(
+            predictions=predictions, extra_predictions=extra_predictions, intercepts=B,
+            steps=steps.reshape(P, L, t).max(axis=2),
+            refitted=refitted.reshape(P, L, t).sum(axis=2))
+
+
+def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
+                         max_steps=MAX_STEPS) -> list[Evaluation]:
+    """Exact CV of ``machine`` for every lam of one Gram matrix: one
+    :class:`~kernelcv.criteria.evaluate.Evaluation` per lam, in the order of ``lams``.
+
+    A binary machine is one :class:`SpectralCV`; one-vs-rest machines share it (one
+    target column per class); each one-vs-one pair has its own on the pair's rows, and
+    predicts the other classes' rows of a fold with its model for that fold (the layout
+    of :func:`kernelcv.criteria.multiclass.problem_layout`).
+
+    Cost: one ``eigh`` per distinct row set plus the MM steps (see the module notes).
+    """
+    tic = time.perf_counter()
+    lams = np.asarray(lams, dtype=np.float64)
+    L = lams.size
+    notes: list[list[str]] = [[] for _ in range(L)]
+
+    def note_refits(solution, label):
+        for k in range(L):
+            refits = int(solution.refitted[:, k].sum())
+            if refits:
+                notes[k].append(f"{label}{refits} fold-out problem(s) still moving after "
+                                f"{max_steps} MM steps were finished by Newton refits")
+
+    if not machine.is_multiclass:
+        solution = SpectralCV(K, fold_ids, machine.fit_intercept).solve(
+            y, lams, machine.loss, tol=tol, max_steps=max_steps)
+        note_refits(solution, "")
+        decisions = solution.predictions[:, 0, :]
+    else:
+        codes = np.asarray(y).astype(np.intp)
+        layout = problem_layout(codes, fold_ids, machine.n_classes, machine.multiclass)
+        n = codes.shape[0]
+        values = np.empty((n, len(layout), L))
+        shared = [p for p, entry in enumerate(layout) if entry.rows is None]
+        if shared:  # one-vs-rest: every machine on all rows, one eigendecomposition
+            targets = np.column_stack([layout[p].y for p in shared])
+            solution = SpectralCV(K, fold_ids, machine.fit_intercept).solve(
+                targets, lams, machine.loss, tol=tol, max_steps=max_steps)
+            values[:, shared, :] = solution.predictions
+            note_refits(solution, "")
+        for p, entry in enumerate(layout):
+            if entry.rows is None:
+                continue
+            others, extra_folds = entry.extra
+            extra = (K[np.ix_(others, entry.rows)], extra_folds) if others.size else None
+            solution = SpectralCV(K[np.ix_(entry.rows, entry.rows)], entry.folds,
+                                  machine.fit_intercept).solve(
+                entry.y, lams, machine.loss, extra=extra, tol=tol, max_steps=max_steps)
+            values[entry.rows, p, :] = solution.predictions[:, 0, :]
+            if extra is not None:
+                values[others, p, :] = solution.extra_predictions[:, 0, :]
+            note_refits(solution, f"machine {entry.problem.label}: ")
+    seconds = (time.perf_counter() - tic) / L
+    evaluations = []
+    t = int(np.max(fold_ids)) + 1
+    for k in range(L):
+        if machine.is_multiclass:
+            predicted = predict_codes(values[:, :, k], machine.n_classes, machine.multiclass)
+            losses = (predicted != codes).astype(np.float64)
+            per_fold = np.bincount(fold_ids, weights=losses, minlength=t) / np.bincount(
+                fold_ids, minlength=t)
+            error, predictions = float(losses.mean()), predicted
+        else:
+            predictions = decisions[:, k]
+            if not np.all(np.isfinite(predictions)):
+                raise KernelCVError(
+                    f"the spectral CV values are not finite at lam = {lams[k]:g}: lam is "
+                    "too small for this kernel (use a larger lam)")
+            error, per_fold = fold_errors(y, predictions, fold_ids, machine.metric)
+        ev = Evaluation(cv_error=error, fold_errors=per_fold, predictions=predictions,
+                        order_used=None, degenerate=False, heldout_ratio=float("nan"),
+                        fit_seconds=0.0, seconds=seconds, notes=notes[k])
+        if machine.is_multiclass:
+            ev.decisions = values[:, :, k]
+        evaluations.append(ev)
+    return evaluations
