@@ -74,9 +74,14 @@ def test_streamed_final_model_equals_the_in_memory_one(files):
     assert kind == "linear" and "read in chunks" in notes[0]
     in_memory = grid_search(X, y, "svm", method="rff", max_features=128, **GRID)
     reference, _, _ = final.fit_final(X, y, in_memory, "linear")
-    np.testing.assert_allclose(model.w, reference.w, rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(model.decision_function(X), reference.decision_function(X),
-                               rtol=1e-8, atol=1e-10)
+    # The streamed sums add chunk by chunk, the in-memory ones in one product: rounding
+    # differs by the BLAS kernel and the solve amplifies it (an AMD EPYC: 2.6e-8 relative
+    # on one weight), so the weights agree to 1e-7 of their scale, not bit for bit.
+    scale = float(np.abs(reference.w).max())
+    np.testing.assert_allclose(model.w, reference.w, rtol=1e-6, atol=1e-7 * scale)
+    values = reference.decision_function(X)
+    np.testing.assert_allclose(model.decision_function(X), values, rtol=1e-6,
+                               atol=1e-7 * float(np.abs(values).max()))
     with pytest.raises(KernelCVError, match="in memory"):
         final.fit_final(source, source.labels(), streamed, "kernel")
     hinge = grid_search(source, None, "l2svm", method="rff", features=20, **GRID)

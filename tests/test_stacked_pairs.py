@@ -198,7 +198,13 @@ def test_an_ill_conditioned_pair_is_flagged_as_the_one_problem_path_flags_it():
     def machines(notes):
         return [note.split(":")[0] for note in notes if "ill-conditioned" in note]
 
-    assert machines(ours.notes) == machines(one.notes) != []
+    # Which machines cross the flag's threshold at lam = 1e-9 depends on rounding, which
+    # differs between the two paths and between BLAS kernels (an AMD EPYC flags
+    # 'machine 3 vs 1' on the stacked path only): the paths must agree on all machines
+    # but at most one borderline one, not bit for bit.
+    stacked_flags, one_flags = set(machines(ours.notes)), set(machines(one.notes))
+    assert stacked_flags & one_flags
+    assert len(stacked_flags ^ one_flags) <= 1
 
 
 @pytest.mark.parametrize("gamma, lam", [(0.5, 1e-6), (0.5, 1e-10), (30.0, 1e-6)])
