@@ -48,10 +48,12 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..exceptions import KernelCVError
+from ..machines.losses import SquareLoss
 from ..machines.multiclass import predict_codes
 from ..machines.solver import central_intercept, fit_kernel_machine
-from .evaluate import Evaluation
-from .multiclass import problem_layout
+from .closed_form import ClosedFormCV
+from .evaluate import Evaluation, evaluate_lam
+from .multiclass import MulticlassCV, problem_layout
 from .result import fold_errors
 
 #: The default stopping tolerance: the last MM step moved no value by more than this,
@@ -281,15 +283,20 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
     """Exact CV of ``machine`` for every lam of one Gram matrix: one
     :class:`~kernelcv.criteria.evaluate.Evaluation` per lam, in the order of ``lams``.
 
-    A binary machine is one :class:`SpectralCV`; one-vs-rest machines share it (one
-    target column per class); each one-vs-one pair has its own on the pair's rows, and
-    predicts the other classes' rows of a fold with its model for that fold (the layout
-    of :func:`kernelcv.criteria.multiclass.problem_layout`).
+    krr and lssvm (the square loss) take the direct formulas of the same
+    eigendecomposition instead (:class:`~kernelcv.criteria.closed_form.ClosedFormCV`, the
+    ``closed-form`` method's numbers). A binary machine is one :class:`SpectralCV`;
+    one-vs-rest machines share it (one target column per class); each one-vs-one pair
+    has its own on the pair's rows, and predicts the other classes' rows of a fold with
+    its model for that fold (the layout of
+    :func:`kernelcv.criteria.multiclass.problem_layout`).
 
     Cost: one ``eigh`` per distinct row set plus the MM steps (see the module notes).
     """
     tic = time.perf_counter()
     lams = np.asarray(lams, dtype=np.float64)
+    if isinstance(machine.loss, SquareLoss):
+        return _closed_form_evaluations(K, y, fold_ids, lams, machine)
     L = lams.size
     notes: list[list[str]] = [[] for _ in range(L)]
 
@@ -353,3 +360,13 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
             ev.decisions = values[:, :, k]
         evaluations.append(ev)
     return evaluations
+
+
+def _closed_form_evaluations(K, y, fold_ids, lams, machine) -> list[Evaluation]:
+    """The square loss: exact fold-out values by the closed form, one ``eigh`` for all."""
+    if machine.is_multiclass:
+        scheme = MulticlassCV(K, y, fold_ids, machine, closed_form=True)
+        return [scheme.evaluate(float(lam), machine, "closed-form") for lam in lams]
+    closed = ClosedFormCV(K, fold_ids, fit_intercept=machine.fit_intercept)
+    return [evaluate_lam(K, y, fold_ids, float(lam), machine, "closed-form", closed=closed)
+            for lam in lams]
