@@ -207,3 +207,57 @@ def test_cli_select_spectral_reports_exact_errors(tmp_path, capsys):
                                     lam=best["lam"], folds=5, method="exact",
                                     random_state=report["seed"])
     assert report["best_cv_error"] == pytest.approx(exact.cv_error)
+
+
+# ---------------------------------------------------------------- method objects at the doors
+
+
+def test_every_front_door_takes_a_method_object_with_its_own_options():
+    from kernelcv.selection import BIF, Spectral
+
+    X, y = _problem(60, 2, 41, regression=False)
+    folds = _folds(60, 4, 41)
+    # order 3 is short of the series' limit here: both doors say so
+    with pytest.warns(RuntimeWarning, match="not converged at order 3"):
+        by_object = kernelcv.cross_validate(X, y, machine="l2svm", gamma=0.5, lam=1e-2,
+                                            folds=folds, method=BIF(order=3))
+    with pytest.warns(RuntimeWarning, match="not converged at order 3"):
+        by_name = kernelcv.cross_validate(X, y, machine="l2svm", gamma=0.5, lam=1e-2,
+                                          folds=folds, method="bif", order=3)
+    assert by_object.order == 3 and by_object.method == "bif"
+    assert np.array_equal(by_object.predictions, by_name.predictions)
+    loose = kernelcv.cross_validate(X, y, machine="l2svm", gamma=0.5, lam=1e-2, folds=folds,
+                                    method=Spectral(tol=1e-4))
+    tight = kernelcv.cross_validate(X, y, machine="l2svm", gamma=0.5, lam=1e-2, folds=folds,
+                                    method=Spectral(tol=1e-12))
+    exact = kernelcv.cross_validate(X, y, machine="l2svm", gamma=0.5, lam=1e-2, folds=folds,
+                                    method="exact")
+    assert tight.method == "spectral"
+    # the object's tolerance is the one used: the tight one is closer to refit CV
+    assert (np.abs(tight.predictions - exact.predictions).max()
+            < np.abs(loose.predictions - exact.predictions).max())
+    common = dict(gammas=[0.5], lams=[1e-2, 1e-1], folds=folds)
+    searched = grid_search(X, y, "l2svm", method=Spectral(tol=1e-12), **common)
+    assert searched.criterion == Spectral(tol=1e-12)
+    estimator = KernelSearchCV("l2svm", {"gamma": [0.5], "lam": [1e-2, 1e-1]}, cv=4,
+                               method=Spectral()).fit(X, y)
+    assert estimator.search_.criterion == Spectral()
+    with pytest.raises(kernelcv.KernelCVError, match="inside it"):
+        grid_search(X, y, "l2svm", method=BIF(order=5), order=3, **common)
+    with pytest.raises(kernelcv.KernelCVError, match="unknown method"):
+        grid_search(X, y, "l2svm", method=3.5, **common)
+    with pytest.raises(kernelcv.KernelCVError, match="unknown method"):
+        kernelcv.cross_validate(X, y, machine="l2svm", gamma=0.5, folds=folds, method=object())
+
+
+def test_run_select_takes_a_method_object(tmp_path):
+    from kernelcv.reports.select import run_select
+    from kernelcv.selection import Spectral
+
+    X, y = _problem(50, 2, 43, regression=False)
+    path = tmp_path / "train.svm"
+    dump_svmlight_file(X, y, str(path))
+    report = run_select(str(path), machine="l2svm", method=Spectral(tol=1e-12),
+                        gammas=[0.5, 1.0], lams=[1e-2, 1e-1], folds=5)
+    assert report["method"] == "spectral" and report["screen"] == "off"
+    assert len(report["candidates"]) == 4

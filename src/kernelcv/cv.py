@@ -52,10 +52,14 @@ def _prepare(X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
              memory_budget):
     spec = make_machine(machine, huber_width=huber_width, epsilon=epsilon,
                         fit_intercept=fit_intercept, multiclass=multiclass)
-    if method not in METHODS:
-        raise KernelCVError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    criterion = (BIF(order=order, tol=tol) if method == BIF.name
-                 else _METHOD_CLASSES[method]())
+    if isinstance(method, tuple(_METHOD_CLASSES.values())):
+        criterion = method  # its options travel inside it
+    elif not isinstance(method, str) or method not in METHODS:
+        raise KernelCVError(f"unknown method {method!r}; choose one of {', '.join(METHODS)} "
+                            "or give one of their method objects")
+    else:
+        criterion = (BIF(order=order, tol=tol) if method == BIF.name
+                     else _METHOD_CLASSES[method]())
     criterion.bind(spec, kernel)
     order = criterion.reported_order()
     X, y, mapping = check_data(X, y, spec.is_classifier, multiclass=True)
@@ -74,7 +78,7 @@ def _prepare(X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
                      "multiclass 0-1 error of the combined binary machines")
     elif mapping is not None and set(mapping.values()) != {-1, 1}:
         notes.append(f"labels {mapping[-1]!r}/{mapping[1]!r} mapped to -1/+1")
-    return spec, order, K, y, fold_ids, mapping, params, notes
+    return spec, criterion, K, y, fold_ids, mapping, params, notes
 
 
 def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, degree=3,
@@ -118,9 +122,12 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
         of a splitter (``KFold(5)``, ``StratifiedKFold(5)``, ``GroupKFold(5)`` with
         ``groups``, ``LeaveOneOut()``, ...) whose test sets partition the samples (see
         :func:`kernelcv.validation.splitter_fold_ids`).
-    method : {"exact", "closed-form", "bif", "spectral"}
+    method : {"exact", "closed-form", "bif", "spectral"} or a method object
         ``"spectral"``: exact for every machine, from one eigendecomposition of K (all
-        lam values of :func:`cross_validate_path` share it).
+        lam values of :func:`cross_validate_path` share it). A method object of
+        :mod:`kernelcv.selection` (``BIF(order=8)``, ``Spectral(tol=1e-12)``,
+        ``ExactRefit()``, ``ClosedForm()``) carries its own options; ``order`` and
+        ``tol`` are then not used.
     order : int, "inf" or "auto"
         BIF order (``method="bif"`` only).
     random_state : int or None
@@ -187,9 +194,12 @@ def _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width, ep
         raise KernelCVError("give at least one lam value")
     lam_values = [check_positive("lam", value) for value in lams]
     start = time.perf_counter()
-    spec, order, K, y, fold_ids, mapping, params, notes = _prepare(
+    spec, criterion, K, y, fold_ids, mapping, params, notes = _prepare(
         X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon, fit_intercept,
         multiclass, folds, method, order, random_state, tol, memory_budget)
+    # a method object carries its own options: its name and theirs from here on
+    method, order = criterion.name, criterion.reported_order()
+    tol = getattr(criterion, "tol", tol)
     setup_seconds = time.perf_counter() - start
     closed = multi = None
     tic = time.perf_counter()
@@ -202,7 +212,8 @@ def _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width, ep
     previous = None
     spectral = None
     if method == Spectral.name:  # every lam at once, from one eigendecomposition
-        spectral = spectral_evaluations(K, y, fold_ids, lam_values, spec)
+        spectral = spectral_evaluations(K, y, fold_ids, lam_values, spec,
+                                        tol=criterion.tol, max_steps=criterion.max_steps)
     for position in np.argsort(lam_values)[::-1]:
         lam = lam_values[position]
         if spectral is not None:

@@ -27,6 +27,7 @@ from ..machines import make_machine
 from ..selection.feature_growth import MAX_FEATURES, TIME_BUDGET
 from ..selection.feature_space import FeatureSpace
 from ..selection.final import check_final_kernel, fit_final
+from ..selection.method_choice import method_name
 from ..selection.options import Execution, Safeguards, SearchSpace
 from ..selection.refine import refine_for_final
 from ..selection.search import make_method, run_search
@@ -87,9 +88,13 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``fit``, ``LeaveOneOut``, ``PredefinedSplit``); an array of fold ids; ``"auto"``:
         t and the BIF order per lam from ``epsilon`` (granularity selection).
     folds : alias of ``cv`` (the earlier name); give one of them.
-    method : {"closed-form", "bif", "exact", "gacv", "rff", "spectral"}, default=None
-        Closed-form for krr/lssvm, bif otherwise. ``"spectral"``: exact CV of every
-        candidate of a kernel setting from one eigendecomposition (no confirmations).
+    method : {"closed-form", "bif", "exact", "gacv", "rff", "spectral"} or a method
+        object, default=None
+        Closed-form for krr/lssvm, bif otherwise. A method object of
+        :mod:`kernelcv.selection` (``BIF(order=8)``, ``Spectral(tol=1e-12)``) carries its
+        own options (``order``, ``epsilon`` and the rff options keep their defaults).
+        ``"spectral"``: exact CV of every candidate of a kernel setting from one
+        eigendecomposition (no confirmations).
     order, epsilon, granularity : BIF order (default ``"inf"``), tolerated error and
         rule of ``cv="auto"``.
     confirm : int, default=3
@@ -229,14 +234,15 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         classifier = is_classifier(base)
         score, self.scorer_, fold_by_fold = self._scoring(classifier)
         self.multimetric_ = False
-        if fold_by_fold and self.method != "exact":
+        name = method_name(self.method)
+        if fold_by_fold and name != "exact":
             raise KernelCVError(
                 f"scoring {self.scoring!r} cannot be computed from held-out decision "
                 f"values; the fast criteria offer {', '.join(SCORES)}; use one of them, or "
                 "method='exact' (fold-by-fold refits, as GridSearchCV)")
         n = X.shape[0] if hasattr(X, "shape") else len(X)
         folds = splitter_fold_ids(self._cv(), X, y, groups)
-        rff = self.method == FeatureSpace.name
+        rff = name == FeatureSpace.name
         self._check_rff_options(rff)
         method = make_method(
             self.method, base._machine_name, folds=folds, order=self.order,
@@ -253,7 +259,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             print(f"[KernelSearchCV] {derived.note(_PAPER_HINT)}", file=sys.stderr)
         params, search_params = grid_candidates(self.param_grid, prefix, n, default)
         lams = [p.get("lam", base.lam) for p in search_params]
-        if head is not None and self.method == "exact" or fold_by_fold:
+        if head is not None and name == "exact" or fold_by_fold:
             self._fit_fold_by_fold(head, base, prefix, params, search_params, lams, X, y,
                                    folds, classifier)
         else:

@@ -27,6 +27,7 @@ from ..plotting import cv_curve_figure, figure_class, heatmap_figure
 from ..selection.backends import run_tasks
 from ..selection.feature_growth import MAX_FEATURES, TIME_BUDGET
 from ..selection.final import ChunkedSVC, check_final_kernel, fit_final, svc_as_kernel_model
+from ..selection.method_choice import method_name
 from ..selection.methods import BIF
 from ..selection.refine import refine_for_final
 from ..selection.search import grid_search
@@ -130,9 +131,10 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         ``rechecked``, ``refined``, ``timings``, ``files`` and the search settings.
     """
     tic = time.perf_counter()
+    name = method_name(method)  # a name, None or a method object
     if final not in FINALS:
         raise KernelCVError(f"final must be one of {', '.join(FINALS)}, got {final!r}")
-    if final != "auto" and method != "rff":
+    if final != "auto" and name != "rff":
         raise KernelCVError("--final chooses the final model of --method rff")
     if plot and out is None:
         raise KernelCVError("--plot writes PNG files: give an output folder with --out DIR")
@@ -145,7 +147,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         figure_class()  # fails now, with advice, if matplotlib is missing
     X_test = y_test = None
     if stream:
-        check_stream(method, scale, final, plot)
+        check_stream(name, scale, final, plot)
         X, X_test = open_streamed(data, test, header)
         y = X.labels()
     elif test is None:
@@ -164,15 +166,15 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     fold_path = None
     # The feature draw is seeded even when the folds come from a file (then --seed sets
     # only the features).
-    feature_seed = (0 if seed is None else int(seed)) if method == "rff" else None
+    feature_seed = (0 if seed is None else int(seed)) if name == "rff" else None
     if fold_ids is not None:
         fold_path = str(fold_ids)
         folds = read_fold_ids(fold_ids, y.shape[0])
         seed = None
-    if method == "rff" and final == "kernel" and test is not None:
+    if name == "rff" and final == "kernel" and test is not None:
         check_final_kernel(machine, y.shape[0], memory_budget)
     auto = isinstance(folds, str) and folds == "auto"
-    screen = resolve_screen(screen, y.shape[0], method, checkpoint)
+    screen = resolve_screen(screen, y.shape[0], name, checkpoint)
 
     result = grid_search(
         X, y, machine, kernel=kernel, gammas=gammas, degrees=degrees, lams=lams, gamma=gamma,
@@ -196,10 +198,10 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
 
     report["test_error"] = None
     test_predicted = final_model = None
-    if test is None and save_model is None and method == "rff" and final != "auto":
+    if test is None and save_model is None and name == "rff" and final != "auto":
         report["notes"].append(f"--final {final} chooses the model that is tested; without "
                                "--test (or --save-model) no final model was fit")
-    if method == "rff" and (test is not None or save_model is not None):
+    if name == "rff" and (test is not None or save_model is not None):
         final_tic = time.perf_counter()
         final_model, kind, notes = fit_final(X, y, result, final, memory_budget,
                                              kernel_limit=final_kernel_limit,
@@ -209,7 +211,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         if kind == "linear":
             report["final_features"] = final_model.n_features
         report["notes"].extend(notes)
-    if test is not None and method == "rff":
+    if test is not None and name == "rff":
         test_tic = time.perf_counter()
         if stream:
             predictions = [] if result.machine_spec.is_multiclass else None
@@ -224,7 +226,7 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
             report["test_error"] = _prediction_error(test_predicted, y_test, result.metric)
         report["timings"]["test_seconds"] = time.perf_counter() - test_tic
     refit = None
-    if test is not None and method != "rff":
+    if test is not None and name != "rff":
         test_tic = time.perf_counter()
         refit = _refit_choice(result, X, y, memory_budget)
         test_predicted = refit.predict(X_test)

@@ -22,7 +22,12 @@ METHODS = tuple(METHOD_CLASSES)
 # The default options of the random-feature method (refused with other methods).
 _FEATURE_DEFAULTS = ("auto", None, None, None, "auto", REFINE_MAX_EVALS, MAX_FEATURES, TIME_BUDGET)
 
-__all__ = ["METHODS", "METHOD_CLASSES", "default_method", "make_method"]
+__all__ = ["METHODS", "METHOD_CLASSES", "default_method", "make_method", "method_name"]
+
+
+def method_name(method) -> str | None:
+    """The name of ``method``: a name (or None) as given, a method object's ``name``."""
+    return method.name if isinstance(method, CVMethod) else method
 
 
 def default_method(machine: str) -> str:
@@ -37,13 +42,29 @@ def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
                 feature_time=TIME_BUDGET) -> CVMethod:
     """The CV method object of the flat options (``grid_search``'s, the CLI's).
 
+    ``method`` is a name, None (the machine's default) or a method object
+    (:class:`~kernelcv.selection.methods.CVMethod`, e.g. ``BIF(order=5)`` or
+    ``Spectral(tol=1e-12)``), which is returned as it is: its options travel inside it,
+    so the flat method options must then keep their defaults.
     ``folds="auto"`` becomes BIF granularity selection (:class:`GranularityRule` with
     ``epsilon`` and ``granularity``); the random-feature options are refused with
     another method. Returns an unbound object: :meth:`CVMethod.bind` checks the machine.
     """
+    if isinstance(method, CVMethod):
+        flat = (order, epsilon, granularity, tol, features, feature_map, feature_loss,
+                feature_seed, refine, refine_evals, max_features, feature_time)
+        if flat != ("inf", None, "adaptive", 1e-6, *_FEATURE_DEFAULTS):
+            raise KernelCVError(
+                f"method is the object {method!r}: give its options inside it (e.g. "
+                "BIF(order=5)), not as order/epsilon/tol/features/... arguments")
+        if isinstance(folds, str):
+            raise KernelCVError("folds='auto' builds its own BIF method; give a method "
+                                "object a number of folds or fold ids")
+        return method
     method = default_method(machine) if method is None else method
-    if method not in METHOD_CLASSES:
-        raise KernelCVError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if not isinstance(method, str) or method not in METHOD_CLASSES:
+        raise KernelCVError(f"unknown method {method!r}; choose one of {', '.join(METHODS)} "
+                            "or give a method object (kernelcv.selection.methods)")
     rff = method == FeatureSpace.name
     if not rff and (features, feature_map, feature_loss, feature_seed, refine,
                     refine_evals, max_features, feature_time) != _FEATURE_DEFAULTS:

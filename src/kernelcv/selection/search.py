@@ -322,11 +322,13 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         combined held-out predictions (:mod:`kernelcv.criteria.multiclass`; for
         ``method="rff"`` the same in feature space,
         :mod:`kernelcv.criteria.feature_multiclass`). ``gacv`` is binary only.
-    method : {"exact", "closed-form", "bif", "gacv", "rff", "spectral"}; default
-        closed-form for krr/lssvm, bif otherwise. ``gacv`` (svm only) ranks by Wahba's
-        GACV, not by CV. ``spectral`` (any machine): exact t-fold CV of every lam of a
-        kernel setting from one eigendecomposition of its Gram matrix
-        (:mod:`kernelcv.criteria.spectral`).
+    method : {"exact", "closed-form", "bif", "gacv", "rff", "spectral"} or a method
+        object (e.g. ``BIF(order=8)``, ``Spectral(tol=1e-12)``, ``FeatureSpace(...)``;
+        its options travel inside it, and the flat method options must keep their
+        defaults); default closed-form for krr/lssvm, bif otherwise. ``gacv`` (svm
+        only) ranks by Wahba's GACV, not by CV. ``spectral`` (any machine): exact
+        t-fold CV of every lam of a kernel setting from one eigendecomposition of its
+        Gram matrix (:mod:`kernelcv.criteria.spectral`).
         ``rff`` (rbf kernel; svm, l2svm, krr, lssvm): exact t-fold CV of a linear machine
         on D random features (Feng & Liao), O(n D) memory and time linear in n, then
         (``refine``) a walk on the grid by exact refit CV of the final kernel machine; the
