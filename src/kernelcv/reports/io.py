@@ -23,8 +23,8 @@ import numpy as np
 from ..exceptions import KernelCVError
 from .staging import OWNER, clean_stale, make_staging_folder
 
-__all__ = ["check_targets", "check_writable_folder", "jsonable", "new_file_mode", "png",
-           "write_all"]
+__all__ = ["check_distinct_paths", "check_targets", "check_writable_folder", "jsonable",
+           "new_file_mode", "png", "write_all"]
 
 
 def jsonable(value):
@@ -38,6 +38,45 @@ def jsonable(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file: the same resolved path (symbolic links followed),
+    or, where both exist, the same inode (hard links)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_distinct_paths(outputs: dict, inputs: dict) -> None:
+    """Refuse, before any work, an output path that names an input or another output.
+
+    ``outputs`` and ``inputs`` map an option's name (for the message) to a path or None
+    (absent; non-path values such as in-memory arrays are skipped). An output is refused
+    when it resolves to the same file as an input or another output (symbolic and hard
+    links included), and when it is itself a symbolic link: a write would go through it
+    to a file the option does not name.
+    """
+    def paths(mapping):
+        return [(label, os.fspath(path)) for label, path in mapping.items()
+                if isinstance(path, (str, os.PathLike))]
+
+    written, read = paths(outputs), paths(inputs)
+    for position, (label, path) in enumerate(written):
+        if os.path.islink(path):
+            raise KernelCVError(f"{label} {path}: is a symbolic link; give the file itself "
+                                "(outputs are not written through links)")
+        for other_label, other in read:
+            if _same_file(path, other):
+                raise KernelCVError(f"{label} {path}: is the {other_label} file; writing "
+                                    "there would overwrite it -- give another path")
+        for other_label, other in written[position + 1:]:
+            if _same_file(path, other):
+                raise KernelCVError(f"{label} {path} and {other_label} {other} name the "
+                                    "same file; give two paths")
 
 
 def check_writable_folder(out, names=()):

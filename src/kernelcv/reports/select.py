@@ -33,7 +33,7 @@ from ..selection.refine import refine_for_final
 from ..selection.search import grid_search
 from ..selection.tasks import exact_task
 from ..validation import check_data
-from .io import check_writable_folder, jsonable, png, write_all
+from .io import check_distinct_paths, check_writable_folder, jsonable, png, write_all
 from .multiclass import confusion_figures, exact_confusion_skipped, multiclass_entry
 from .scaling import apply_scaling, fit_scaling, scaling_entry
 from .schema import annotate
@@ -141,6 +141,11 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     if out is not None:
         check_writable_folder(out, (REPORT_NAME, HEATMAP_NAME, CURVE_NAME) if plot
                               else (REPORT_NAME,))
+    outputs = {"--save-model": save_model, "--checkpoint": checkpoint}
+    if out is not None:
+        outputs.update({f"--out {name}": os.path.join(os.fspath(out), name)
+                        for name in (REPORT_NAME, HEATMAP_NAME, CURVE_NAME)})
+    check_distinct_paths(outputs, {"DATA": data, "--test": test, "--fold-ids": fold_ids})
     if save_model is not None:
         check_model_path(save_model)
     if plot:
