@@ -11,7 +11,8 @@ from sklearn.datasets import dump_svmlight_file
 
 from kernelcv.cli import main
 
-GRID = ["--machine", "l2svm", "--gamma-grid", "2^-2..2^0", "--lam-grid", "2^-5..2^-3", "--folds", "3"]
+GRID = ["--machine", "l2svm", "--gamma-grid", "2^-2..2^0", "--lam-grid", "2^-5..2^-3",
+        "--folds", "3"]
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ from ..selection.gamma_range import GammaGrid, data_gamma_grid
 from ..validation import check_positive
 from ._classifiers import HuberSVMClassifier, L2SVMClassifier, LSSVMClassifier
 from ._regressors import HuberSVMRegressor, KernelRidgeRegressor
+from ._stand_ins import stand_in
 
 ESTIMATORS = {
     "krr": KernelRidgeRegressor,
@@ -62,11 +63,14 @@ def infer_machine(y) -> str:
 
 
 def split_estimator(estimator, y):
-    """``(preprocessing, final estimator, parameter prefix)`` of what is searched.
+    """``(preprocessing, final estimator, parameter prefix, stand-in note)`` of what is
+    searched.
 
-    ``estimator`` is None (inferred from y), a machine name, a kernelcv estimator or a
-    :class:`~sklearn.pipeline.Pipeline` whose last step is one (preprocessing is then the
-    other steps, unfitted, and the prefix ``"<last step name>__"``).
+    ``estimator`` is None (inferred from y), a machine name, a kernelcv estimator, a
+    scikit-learn ``SVC``, ``SVR`` or ``KernelRidge`` (searched as its kernelcv stand-in,
+    :mod:`._stand_ins`; the note says which) or a :class:`~sklearn.pipeline.Pipeline`
+    whose last step is one of these (preprocessing is then the other steps, unfitted,
+    and the prefix ``"<last step name>__"``). The note is None without a stand-in.
     """
     if estimator is None:
         estimator = infer_machine(y)
@@ -74,21 +78,33 @@ def split_estimator(estimator, y):
         if estimator not in ESTIMATORS:
             raise KernelCVError(f"unknown machine {estimator!r}; choose one of "
                                 f"{', '.join(ESTIMATORS)}")
-        return None, ESTIMATORS[estimator](), ""
+        return None, ESTIMATORS[estimator](), "", None
+    n = len(y)
     if isinstance(estimator, Pipeline):
         name, last = estimator.steps[-1]
-        if not _is_kernelcv(last):
+        last, note = _kernelcv_estimator(last, n)
+        if last is None:
             raise KernelCVError(
                 "KernelSearchCV searches a Pipeline whose last step is a kernelcv "
-                f"estimator; its last step {name!r} is {type(last).__name__}")
+                f"estimator, SVC, SVR or KernelRidge; its last step {name!r} is "
+                f"{type(estimator.steps[-1][1]).__name__}")
         head = clone(Pipeline(estimator.steps[:-1])) if len(estimator.steps) > 1 else None
-        return head, clone(last), f"{name}__"
-    if not _is_kernelcv(estimator):
+        return head, last, f"{name}__", note
+    found, note = _kernelcv_estimator(estimator, n)
+    if found is None:
         raise KernelCVError(
-            "KernelSearchCV needs a kernelcv estimator, a machine name or a Pipeline "
-            f"ending in one, got {type(estimator).__name__}; use sklearn's GridSearchCV "
-            "for others")
-    return None, clone(estimator), ""
+            "KernelSearchCV needs a kernelcv estimator, SVC, SVR, KernelRidge, a machine "
+            f"name or a Pipeline ending in one of them, got {type(estimator).__name__}; "
+            "use sklearn's GridSearchCV for others")
+    return None, found, "", note
+
+
+def _kernelcv_estimator(estimator, n_samples):
+    """``(a fresh kernelcv estimator, stand-in note or None)``, or ``(None, None)``."""
+    if _is_kernelcv(estimator):
+        return clone(estimator), None
+    found = stand_in(estimator, n_samples)
+    return (None, None) if found is None else (found.estimator, found.note)
 
 
 def _is_kernelcv(estimator) -> bool:

@@ -55,11 +55,14 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     Parameters
     ----------
-    estimator : None, str, kernelcv estimator or Pipeline, default=None
+    estimator : None, str, kernelcv estimator, SVC, SVR, KernelRidge or Pipeline
         None: ``"lssvm"`` for class labels, ``"krr"`` for real targets (inferred from y
         in ``fit``); a machine name (``"krr"``, ``"lssvm"``, ``"l2svm"``, ``"svm"``,
         ``"svr"``); an instance of a kernelcv estimator (its non-searched parameters are
-        kept); or a ``Pipeline`` whose last step is one. With a Pipeline the fast
+        kept); scikit-learn's ``SVC``, ``SVR`` or ``KernelRidge``, searched as the
+        kernelcv machine that stands in for it (``svm``, ``svr``, ``krr``; kernel, width,
+        C or alpha and epsilon carried over; ``stand_in_`` says which); or a ``Pipeline``
+        whose last step is one of these. With a Pipeline the fast
         criteria fit the preprocessing steps once on all the training data given to
         ``fit`` (unsupervised scaling leaks no label, but a supervised step would see the
         held-out labels); ``method="exact"`` refits them on every training part, as
@@ -117,7 +120,11 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
     best_params_, best_index_, best_score_ : the chosen candidate (as given in the grid),
         its index in ``cv_results_`` (always rank 1) and ``mean_test_score`` there.
     best_estimator_ : the estimator (or Pipeline) refit on all data at the chosen
-        parameters (C and alpha as lam).
+        parameters (C and alpha as lam); for an ``SVC``, ``SVR`` or ``KernelRidge`` its
+        kernelcv stand-in.
+    stand_in_ : None, or the line that says which kernelcv machine was searched in
+        place of a scikit-learn ``SVC``, ``SVR`` or ``KernelRidge`` (printed with
+        ``verbose``).
     cv_results_ : dict of arrays with GridSearchCV's keys; ``mean_test_score`` holds the
         value the choice was made on (exact where computed; NaN and status
         ``unverified`` for an approximate value better than the choice that was never
@@ -230,7 +237,13 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         tic = time.perf_counter()
         if X is None or y is None:
             raise KernelCVError("both X and y are required")
-        head, base, prefix = split_estimator(self.estimator, y)
+        head, base, prefix, self.stand_in_ = split_estimator(self.estimator, y)
+        # what is refitted: the Pipeline with its last step replaced by the searched
+        # (kernelcv or stand-in) estimator
+        self._searched = (Pipeline([*self.estimator.steps[:-1], (prefix[:-2], base)])
+                          if isinstance(self.estimator, Pipeline) else base)
+        if self.stand_in_ is not None and self.verbose:
+            print(f"[KernelSearchCV] {self.stand_in_}", file=sys.stderr)
         classifier = is_classifier(base)
         score, self.scorer_, fold_by_fold = self._scoring(classifier)
         self.multimetric_ = False
@@ -288,7 +301,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         if isinstance(folds, str):
             raise KernelCVError("cv='auto' chooses BIF orders; give method 'exact' a number "
                                 "of folds or a splitter")
-        estimator = clone(self.estimator) if isinstance(self.estimator, Pipeline) else base
+        estimator = clone(self._searched)
         fold_ids = make_folds(np.asarray(y), folds, classifier, self.random_state)
         self.n_splits_ = int(fold_ids.max()) + 1
         if self.verbose:
@@ -368,7 +381,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             self.best_estimator_ = final if fitted_head is None else Pipeline(
                 [*fitted_head.steps, (prefix[:-2], final)])
         elif isinstance(self.estimator, Pipeline):
-            self.best_estimator_ = clone(self.estimator).set_params(
+            self.best_estimator_ = clone(self._searched).set_params(
                 **{f"{prefix}{k}": v for k, v in best.items()}).fit(X, y)
         else:
             self.best_estimator_ = clone(base).set_params(**best).fit(X, y)

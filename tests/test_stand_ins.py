@@ -1,0 +1,111 @@
+"""KernelSearchCV(SVC(), grid): GridSearchCV code with only the class name changed.
+
+The oracle is scikit-learn itself: the stand-in's refitted model against SVC / SVR /
+KernelRidge at the chosen parameters (same problem up to the Huber band of width 0.01),
+and method="exact" against the refit CV of the stand-in on the same folds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC, SVR, LinearSVC
+
+from kernelcv import KernelSearchCV
+from kernelcv.estimators import HuberSVMClassifier, HuberSVMRegressor, KernelRidgeRegressor
+from kernelcv.exceptions import KernelCVError
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return X[:200], y[:200]
+
+
+def test_svc_in_a_pipeline_runs_as_gridsearchcv_code_and_picks_as_the_stand_in(cancer):
+    X, y = cancer
+    grid = {"svc__C": [0.5, 4.0, 32.0], "svc__gamma": [0.005, 0.05]}
+    cv = StratifiedKFold(5, shuffle=True, random_state=0)
+    search = KernelSearchCV(make_pipeline(StandardScaler(), SVC()), grid, cv=cv).fit(X, y)
+    assert "HuberSVMClassifier" in search.stand_in_
+    final = search.best_estimator_.steps[-1][1]
+    assert isinstance(final, HuberSVMClassifier)
+    assert set(search.best_params_) == set(grid)
+    # the same search written for the stand-in directly gives the same scores
+    direct = KernelSearchCV(make_pipeline(StandardScaler(), HuberSVMClassifier()),
+                            {"hubersvmclassifier__C": grid["svc__C"],
+                             "hubersvmclassifier__gamma": grid["svc__gamma"]},
+                            cv=cv).fit(X, y)
+    assert np.allclose(search.cv_results_["mean_test_score"],
+                       direct.cv_results_["mean_test_score"])
+    # the refitted stand-in is SVC's model at that C: the predictions agree
+    C, gamma = search.best_params_["svc__C"], search.best_params_["svc__gamma"]
+    svc = make_pipeline(StandardScaler(), SVC(C=C, gamma=gamma)).fit(X, y)
+    assert np.mean(search.predict(X) == svc.predict(X)) >= 0.98
+
+
+def test_exact_method_refits_the_stand_in_fold_by_fold_like_gridsearchcv(cancer):
+    X, y = cancer
+    grid = {"svc__C": [1.0, 8.0], "svc__gamma": [0.01, 0.1]}
+    cv = StratifiedKFold(4, shuffle=True, random_state=1)
+    ours = KernelSearchCV(make_pipeline(StandardScaler(), SVC()), grid, cv=cv,
+                          method="exact").fit(X, y)
+    # C maps to lam = 1 / (2 n C) with n the rows given to fit, kept in every fold
+    lams = [1.0 / (2 * X.shape[0] * C) for C in grid["svc__C"]]
+    theirs = GridSearchCV(make_pipeline(StandardScaler(), HuberSVMClassifier()),
+                          {"hubersvmclassifier__lam": lams,
+                           "hubersvmclassifier__gamma": grid["svc__gamma"]}, cv=cv).fit(X, y)
+    n = X.shape[0]
+    ours_by = {(1.0 / (2 * n * p["svc__C"]), p["svc__gamma"]): score for p, score in
+               zip(ours.cv_results_["params"], ours.cv_results_["mean_test_score"],
+                   strict=True)}
+    theirs_by = {(p["hubersvmclassifier__lam"], p["hubersvmclassifier__gamma"]): score
+                 for p, score in zip(theirs.cv_results_["params"],
+                                     theirs.cv_results_["mean_test_score"], strict=True)}
+    assert ours_by == pytest.approx(theirs_by)
+
+
+def test_a_bare_svc_keeps_its_other_parameters_and_its_C_when_not_searched():
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    search = KernelSearchCV(SVC(C=3.0, kernel="poly", degree=2, coef0=0.5),
+                            {"gamma": [0.05, 0.2]}, cv=3).fit(X, y)
+    final = search.best_estimator_
+    assert (final.kernel, final.degree, final.coef0) == ("poly", 2, 0.5)
+    assert final.lam == pytest.approx(1.0 / (2 * X.shape[0] * 3.0))
+    assert final.multiclass == "ovo"
+
+
+def test_svr_and_kernel_ridge_stand_ins_solve_scikit_learns_problems():
+    X, y = load_diabetes(return_X_y=True)
+    X, y = X[:150], (y[:150] - y[:150].mean()) / y[:150].std()
+    search = KernelSearchCV(SVR(epsilon=0.2), {"C": [1.0, 10.0], "gamma": [0.5, 2.0]},
+                            cv=3).fit(X, y)
+    final = search.best_estimator_
+    assert isinstance(final, HuberSVMRegressor) and final.epsilon == 0.2
+    svr = SVR(epsilon=0.2, **search.best_params_).fit(X, y)
+    assert np.max(np.abs(final.predict(X) - svr.predict(X))) < 0.05
+    ridge = KernelSearchCV(KernelRidge(kernel="rbf"), {"alpha": [0.01, 0.1, 1.0]},
+                           cv=3).fit(X, y)
+    assert isinstance(ridge.best_estimator_, KernelRidgeRegressor)
+    reference = KernelRidge(kernel="rbf", **ridge.best_params_).fit(X, y)
+    assert np.allclose(ridge.predict(X), reference.predict(X), atol=1e-8)
+
+
+@pytest.mark.parametrize("estimator, words", [
+    (SVC(class_weight="balanced"), "class_weight"),
+    (SVC(probability=True), "predict_proba"),
+    (SVC(kernel="sigmoid"), "sigmoid"),
+    (KernelRidge(kernel_params={"gamma": 1.0}), "kernel_params"),
+    (LinearSVC(), "LinearSVC"),
+])
+def test_what_a_stand_in_cannot_honour_is_refused_with_the_reason(cancer, estimator, words):
+    X, y = cancer
+    with pytest.raises(KernelCVError, match=words):
+        KernelSearchCV(estimator, {"C": [1.0]} if not isinstance(estimator, KernelRidge)
+                       else {"alpha": [1.0]}, cv=3).fit(X, y)
