@@ -4,8 +4,10 @@ data), and a damaged or foreign file is a one-line error, never code execution."
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
+import tracemalloc
 import zipfile
 
 import numpy as np
@@ -188,3 +190,37 @@ def test_sparse_input_with_fewer_trailing_columns_is_padded(tmp_path):
     narrow = sp.csr_matrix(X.toarray()[:, :4])
     np.testing.assert_array_equal(kernelcv.load_model(tmp_path / "m.npz").predict(narrow),
                                   model.predict(X))
+
+
+def _forged_member(path, name, shape, payload=b""):
+    """An .npz member whose .npy header declares ``shape`` (float64) over ``payload``."""
+    header = {"descr": "<f8", "fortran_order": False, "shape": shape}
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, header)
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr(f"{name}.npy", buffer.getvalue() + payload)
+
+
+def test_a_forged_array_header_is_refused_before_anything_is_allocated(tmp_path):
+    # a 6 GiB array declared over 8 bytes: the loader allocated the 6 GiB before reading
+    path = tmp_path / "forged.npz"
+    np.savez(path, header=np.array("{}"))
+    _forged_member(path, "dual_coef", (805_306_368,), b"\0" * 8)
+    assert path.stat().st_size < 10_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(KernelCVError, match="damaged kernelcv model file .*dual_coef"):
+            kernelcv.load_model(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 2**20
+
+
+def test_a_model_whose_arrays_exceed_the_memory_budget_is_refused(tmp_path):
+    path = tmp_path / "big.npz"
+    np.savez(path, header=np.array("{}"), dual_coef=np.zeros(200_000))
+    with pytest.raises(KernelCVError, match="above the memory budget"):
+        kernelcv.load_model(path, memory_budget_bytes=1_000_000)
+    with pytest.raises(KernelCVError, match="no kernelcv-model header"):
+        kernelcv.load_model(path, memory_budget_bytes=10_000_000)  # checked, then read

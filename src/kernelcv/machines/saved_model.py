@@ -41,6 +41,7 @@ from .._version import __version__
 from ..exceptions import KernelCVError
 from ..features import FeatureMap, LinearFeatureModel
 from ..kernels import Kernel
+from ..memory import format_bytes, memory_budget
 from . import MACHINES, make_machine
 from .model import KernelModel
 from .multiclass import MulticlassFeatureModel
@@ -214,12 +215,16 @@ def _write(path, arrays, header, scaling) -> str:
     return path
 
 
-def load_model(path) -> SavedModel:
+def load_model(path, memory_budget_bytes=None) -> SavedModel:
     """Load a model written by ``kernelcv select --save-model`` (or :func:`save_model`).
 
     No code is executed: the file is read as plain arrays (``allow_pickle=False``) and a
-    JSON header. Raises :class:`~kernelcv.exceptions.KernelCVError` (one line) for a
-    file that is not a kernelcv model or is damaged.
+    JSON header. Before any array is read, each member's ``.npy`` header (shape, dtype)
+    is checked against the size the archive records for it, and their total against
+    ``memory_budget_bytes`` (default: :func:`kernelcv.memory.memory_budget`), so a small
+    damaged or forged file cannot make the loader allocate gigabytes. Raises
+    :class:`~kernelcv.exceptions.KernelCVError` (one line) for a file that is not a
+    kernelcv model or is damaged.
 
     Returns
     -------
@@ -229,6 +234,8 @@ def load_model(path) -> SavedModel:
     path = os.fspath(path)
     if os.path.isfile(path) and not zipfile.is_zipfile(path):
         raise KernelCVError(f"{path}: not a kernelcv model file (not an .npz archive)")
+    if os.path.isfile(path):
+        _check_members(path, memory_budget(memory_budget_bytes))
     try:
         with np.load(path, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
@@ -244,6 +251,39 @@ def load_model(path) -> SavedModel:
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         detail = " ".join(str(exc).split()) or type(exc).__name__
         raise KernelCVError(f"{path}: not a valid kernelcv model file ({detail})") from None
+
+
+def _check_members(path, budget: int) -> None:
+    """Refuse an archive whose arrays' headers disagree with their stored sizes, hold
+    objects, or add up to more than ``budget`` bytes. Reads only the headers: O(members).
+    """
+    total = 0
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                with archive.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                   else np.lib.format.read_array_header_2_0)
+                    shape, _fortran, dtype = read_header(member, max_header_size=10_000)
+                    header_bytes = member.tell()
+                if dtype.hasobject:
+                    raise KernelCVError(f"{path}: not a kernelcv model file (array "
+                                        f"{info.filename} holds Python objects)")
+                size = int(np.prod(shape, dtype=object)) * dtype.itemsize
+                if size + header_bytes != info.file_size:
+                    raise KernelCVError(
+                        f"{path}: damaged kernelcv model file (array {info.filename}: its "
+                        f"header says {format_bytes(size)}, the archive holds "
+                        f"{format_bytes(max(info.file_size - header_bytes, 0))})")
+                total += size
+    except (ValueError, zipfile.BadZipFile, EOFError, OSError) as exc:
+        raise KernelCVError(f"{path}: not a kernelcv model file "
+                            f"({' '.join(str(exc).split()) or type(exc).__name__})") from None
+    if total > budget:
+        raise KernelCVError(f"{path}: its arrays need {format_bytes(total)}, above the memory "
+                            f"budget {format_bytes(budget)} (set KERNELCV_MEMORY_BUDGET to "
+                            "load it anyway)")
 
 
 def _build(arrays) -> SavedModel:
