@@ -25,6 +25,7 @@ from kernelcv.machines.losses import (
     SquareLoss,
 )
 from kernelcv.machines.solver import fit_kernel_machine
+from kernelcv.selection import Spectral
 from kernelcv.selection.search import grid_search
 
 MACHINES = ("l2svm", "svm", "svr", "lssvm", "krr")
@@ -82,7 +83,7 @@ def test_on_a_real_size_problem_the_cv_error_is_the_refit_error(name):
     folds = _folds(160, 10, 1)
     K = rbf_kernel(X, gamma=0.4)
     lams = [2.0**i / 160 for i in range(-3, 12, 2)]
-    evaluations = spectral_evaluations(K, y, folds, lams, machine)
+    evaluations = spectral_evaluations(K, y, folds, lams, machine, huber="mm")
     for ev, lam in zip(evaluations, lams, strict=True):
         exact = evaluate_lam(K, y, folds, lam, machine, "exact")
         _assert_matches_refit(ev.predictions, exact.predictions, y, machine)
@@ -99,7 +100,7 @@ def test_columns_left_moving_are_finished_exactly_by_newton():
     assert solution.refitted[0, 0] == 5
     exact = _refit_values(K, y, folds, 1e-3, machine)
     assert np.max(np.abs(solution.predictions[:, 0, 0] - exact)) < 1e-8
-    ev = spectral_evaluations(K, y, folds, [1e-3], machine, max_steps=2)[0]
+    ev = spectral_evaluations(K, y, folds, [1e-3], machine, max_steps=2, huber="mm")[0]
     assert any("finished by Newton refits" in note for note in ev.notes)
 
 
@@ -146,7 +147,7 @@ def test_multiclass_equals_refit_cv_of_the_scheme(strategy, name):
     y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=90), [-0.5, 0.5])
     lams = [1e-3, 3e-2]
     spectral = kernelcv.cross_validate_path(X, y, lams, machine=name, gamma=0.8,
-                                            method="spectral", random_state=0,
+                                            method=Spectral(huber="mm"), random_state=0,
                                             multiclass=strategy, folds=5)
     exact = kernelcv.cross_validate_path(X, y, lams, machine=name, gamma=0.8,
                                          method="exact", random_state=0,
@@ -170,7 +171,7 @@ def test_max_curvature_bounds_every_second_derivative():
 def test_grid_search_spectral_scores_are_the_exact_refit_scores():
     X, y = _problem(70, 2, 12, regression=False)
     common = dict(gammas=[0.2, 1.0], lams=[1e-3, 1e-2, 1e-1], folds=5, random_state=0)
-    spectral = grid_search(X, y, "svm", method="spectral", **common)
+    spectral = grid_search(X, y, "svm", method=Spectral(huber="mm"), **common)
     exact = grid_search(X, y, "svm", method="exact", **common)
     a = {(c["gamma"], c["lam"]): c["cv_error"] for c in spectral.candidates}
     b = {(c["gamma"], c["lam"]): c["cv_error"] for c in exact.candidates}
@@ -261,3 +262,19 @@ def test_run_select_takes_a_method_object(tmp_path):
                         gammas=[0.5, 1.0], lams=[1e-2, 1e-1], folds=5)
     assert report["method"] == "spectral" and report["screen"] == "off"
     assert len(report["candidates"]) == 4
+
+
+def test_huber_machines_are_refitted_by_newton_unless_mm_is_asked_for():
+    X, y = _problem(60, 2, 51, regression=False)
+    folds = _folds(60, 5, 51)
+    K = rbf_kernel(X, gamma=0.5)
+    machine = make_machine("svm")
+    lams = [1e-3, 1e-2]
+    newton = spectral_evaluations(K, y, folds, lams, machine)
+    mm = spectral_evaluations(K, y, folds, lams, machine, huber="mm")
+    for a, b, lam in zip(newton, mm, lams, strict=True):
+        exact = evaluate_lam(K, y, folds, lam, machine, "exact")
+        assert np.allclose(a.predictions, exact.predictions, rtol=0, atol=1e-8)  # refits
+        _assert_matches_refit(b.predictions, exact.predictions, y, machine)
+    with pytest.raises(kernelcv.KernelCVError, match="huber"):
+        Spectral(huber="fast")

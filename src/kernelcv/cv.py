@@ -213,7 +213,8 @@ def _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width, ep
     spectral = None
     if method == Spectral.name:  # every lam at once, from one eigendecomposition
         spectral = spectral_evaluations(K, y, fold_ids, lam_values, spec,
-                                        tol=criterion.tol, max_steps=criterion.max_steps)
+                                        tol=criterion.tol, max_steps=criterion.max_steps,
+                                        huber=criterion.huber)
     for position in np.argsort(lam_values)[::-1]:
         lam = lam_values[position]
         if spectral is not None:

@@ -1,0 +1,102 @@
+"""KernelSearchCV on a user's own grid against GridSearchCV and HalvingGridSearchCV(SVC).
+
+The protocol of issue 37: ``Pipeline(StandardScaler, estimator)``, an 8 C x 8 gamma grid
+(or ``--grid default``: 21 gamma x 15 C), the same shuffled stratified folds for every
+tool, one BLAS thread (make bench-search-cv sets it). Each data set is split 75/25 once
+per ``--splits`` seed; the search runs on the 75 % and the chosen model is scored on the
+25 %. kernelcv runs ``KernelSearchCV(make_pipeline(StandardScaler(), SVC()), grid)`` --
+the GridSearchCV code with the class name changed -- with each ``--methods`` (default:
+its default, ``bif``, and ``spectral``). Printed per (set, folds, split): seconds, the
+ratios GridSearchCV / kernelcv and Halving / kernelcv, and test accuracy.
+
+    python benchmarks/bench_search_cv.py --sets cancer wine digits synthetic3000 --folds 5 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from sklearn.datasets import load_breast_cancer, load_digits, load_wine, make_classification
+from sklearn.experimental import enable_halving_search_cv  # noqa: F401
+from sklearn.model_selection import (
+    GridSearchCV,
+    HalvingGridSearchCV,
+    StratifiedKFold,
+    train_test_split,
+)
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+from kernelcv import KernelSearchCV
+
+SETS = {
+    "cancer": lambda: load_breast_cancer(return_X_y=True),
+    "wine": lambda: load_wine(return_X_y=True),
+    "digits": lambda: load_digits(return_X_y=True),
+    "synthetic3000": lambda: make_classification(3000, 20, n_informative=8, flip_y=0.05,
+                                                 random_state=0),
+}
+
+
+def grid(kind):
+    """8 gamma x 8 C (powers of 4), or the 21 x 15 default of kernelcv select."""
+    if kind == "default":
+        return {"svc__gamma": [2.0**k for k in range(-15, 6)],
+                "svc__C": [2.0**k for k in range(-5, 10)]}
+    return {"svc__gamma": [2.0**k for k in range(-12, 4, 2)],
+            "svc__C": [2.0**k for k in range(-2, 14, 2)]}
+
+
+def timed(search, X, y, X_test, y_test):
+    tic = time.perf_counter()
+    search.fit(X, y)
+    seconds = time.perf_counter() - tic
+    return seconds, float(np.mean(search.predict(X_test) == y_test))
+
+
+def run(name, folds, split, grid_kind, methods):
+    X, y = SETS[name]()
+    X, X_test, y, y_test = train_test_split(X, y, test_size=0.25, stratify=y,
+                                            random_state=split)
+    cv = StratifiedKFold(folds, shuffle=True, random_state=split)
+    param_grid = grid(grid_kind)
+    rows = {}
+    pipe = make_pipeline(StandardScaler(), SVC())
+    rows["GridSearchCV"] = timed(GridSearchCV(pipe, param_grid, cv=cv), X, y, X_test, y_test)
+    rows["Halving"] = timed(HalvingGridSearchCV(pipe, param_grid, cv=cv, random_state=split),
+                            X, y, X_test, y_test)
+    for method in methods:
+        label = f"kernelcv {method}"
+        rows[label] = timed(KernelSearchCV(pipe, param_grid, cv=cv,
+                                           method=None if method == "default" else method),
+                            X, y, X_test, y_test)
+    print(f"\n{name} (n = {len(y)}), {folds} folds, split {split}, "
+          f"{len(param_grid['svc__gamma'])} x {len(param_grid['svc__C'])} grid")
+    for label, (seconds, accuracy) in rows.items():
+        ratios = ""
+        if label.startswith("kernelcv"):
+            ratios = (f"  GS/k {rows['GridSearchCV'][0] / seconds:5.2f}x"
+                      f"  Halving/k {rows['Halving'][0] / seconds:5.2f}x")
+        print(f"  {label:>18}: {seconds:8.2f} s  test acc {accuracy:.4f}{ratios}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", nargs="+", default=["cancer", "wine", "digits"],
+                        choices=sorted(SETS))
+    parser.add_argument("--folds", type=int, nargs="+", default=[5])
+    parser.add_argument("--splits", type=int, default=1)
+    parser.add_argument("--grid", choices=("8x8", "default"), default="8x8")
+    parser.add_argument("--methods", nargs="+", default=["default", "spectral"])
+    args = parser.parse_args()
+    for name in args.sets:
+        for folds in args.folds:
+            for split in range(args.splits):
+                run(name, folds, split, args.grid, args.methods)
+
+
+if __name__ == "__main__":
+    main()
