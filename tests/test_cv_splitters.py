@@ -71,3 +71,27 @@ def test_unusable_splits_are_one_line_errors(problem, folds, groups, match):
     X, y, _ = problem
     with pytest.raises(KernelCVError, match=match):
         cross_validate(X, y, "krr", gamma=0.3, lam=1e-2, folds=folds, groups=groups)
+
+
+# ----------------------------------------------------------- malformed (train, test) pairs
+
+
+def _pairs_with(first_train, first_test, n=20):
+    idx = np.arange(n)
+    return [(first_train, first_test), (idx[:5], idx[5:])]
+
+
+@pytest.mark.parametrize("pairs, words", [
+    # a test row in the training set, same sizes (was accepted silently)
+    (_pairs_with(np.r_[np.arange(6, 20), 0], np.arange(5)), "not the complement"),
+    (_pairs_with(np.arange(5, 20), np.r_[np.arange(4), 99]), "outside 0..19"),  # IndexError
+    (_pairs_with(np.arange(5, 20), np.r_[np.arange(1, 5), -20]), "outside 0..19"),  # wrapped
+    (_pairs_with(np.arange(5, 20.0), np.arange(5.0)), "must be integers"),  # IndexError
+    (_pairs_with(np.ones(7, dtype=bool), np.arange(5)), "mask has 7 entries"),
+])
+def test_malformed_split_pairs_are_one_line_errors(pairs, words):
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    with pytest.raises(KernelCVError, match=words):
+        cross_validate(X, y, machine="l2svm", gamma=0.5, lam=0.1, folds=pairs,
+                                method="exact")

@@ -283,20 +283,22 @@ def splitter_fold_ids(folds, X, y, groups=None):
     n = y.shape[0] if hasattr(y, "shape") else len(y)
     ids = np.full(n, -1, dtype=np.int64)
     for k, (train, test) in enumerate(splits):
-        test = np.asarray(test).reshape(-1)
-        if test.dtype == bool:
-            test = np.flatnonzero(test)
+        test = _split_indices(test, n, k, "test")
         if np.any(ids[test] >= 0) or np.unique(test).size != test.size:
             raise KernelCVError("the splits' test sets overlap; kernelcv needs splits whose "
                                 "test sets partition the samples (KFold, StratifiedKFold, "
                                 "GroupKFold, LeaveOneOut, PredefinedSplit)")
         ids[test] = k
-        train = np.asarray(train).reshape(-1)
-        if train.dtype == bool:
-            train = np.flatnonzero(train)
-        if train.size + test.size != n:
+        train = _split_indices(train, n, k, "training")
+        in_train = np.zeros(n, dtype=bool)
+        in_train[train] = True
+        held_out = np.zeros(n, dtype=bool)
+        held_out[test] = True
+        if (np.unique(train).size != train.size or np.any(in_train & held_out)
+                or not np.all(in_train | held_out)):
             raise KernelCVError(f"split {k}: the training set is not the complement of the "
-                                "test set; kernelcv trains each fold-out model on all other "
+                                "test set (a test row in it, a row twice, or a row left "
+                                "out); kernelcv trains each fold-out model on all other "
                                 "samples")
     if np.any(ids < 0):
         raise KernelCVError(f"{int(np.sum(ids < 0))} samples are in no test set; kernelcv "
@@ -305,6 +307,25 @@ def splitter_fold_ids(folds, X, y, groups=None):
     if len(splits) < 2:
         raise KernelCVError("the splitter gave fewer than 2 splits; need at least 2")
     return ids
+
+
+def _split_indices(indices, n, k, which) -> np.ndarray:
+    """The rows of one side of split k as integer positions in ``0..n-1`` (a boolean mask
+    of length n is accepted); anything else is a one-line error, not numpy's."""
+    array = np.asarray(indices).reshape(-1)
+    if array.dtype == bool:
+        if array.size != n:
+            raise KernelCVError(f"split {k}: the {which} mask has {array.size} entries for "
+                                f"{n} samples")
+        return np.flatnonzero(array)
+    if array.size == 0:
+        return array.astype(np.int64)
+    if not np.issubdtype(array.dtype, np.integer):
+        raise KernelCVError(f"split {k}: the {which} indices must be integers, got "
+                            f"{array.dtype}")
+    if array.min() < 0 or array.max() >= n:
+        raise KernelCVError(f"split {k}: a {which} index is outside 0..{n - 1}")
+    return array.astype(np.int64)
 
 
 def _is_pair_list(items) -> bool:
