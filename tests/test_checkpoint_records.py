@@ -258,3 +258,45 @@ def test_edited_confirmation_is_redone(problem, tmp_path, resign):
     resumed = _search(problem, path, method="bif", order=3)
     assert _stable(resumed) == _stable(reference)
     assert any(f"line {last + 1} dropped" in n for n in resumed.notes), resumed.notes
+
+
+# ------------------------------------------------------- what a checkpoint path may be
+
+
+@pytest.mark.parametrize("content", [b"\x89PNG\r\x1a binary picture", b"x" * 5000,
+                                     b"some notes without a newline"])
+def test_an_existing_file_that_is_no_checkpoint_is_refused_not_overwritten(tmp_path,
+                                                                             content):
+    from kernelcv.exceptions import KernelCVError
+    from kernelcv.selection.checkpoint import Checkpoint
+
+    path = tmp_path / "precious.bin"
+    path.write_bytes(content)
+    with pytest.raises(KernelCVError, match="not a kernelcv checkpoint"):
+        Checkpoint(path, "key", 2)
+    assert path.read_bytes() == content
+
+
+@pytest.mark.parametrize("content", [b"", b'{"kernelcv_check', b'{"kernelcv_checkpoint": 2, "fi'])
+def test_an_empty_or_torn_checkpoint_header_is_started_again(tmp_path, content):
+    from kernelcv.selection.checkpoint import Checkpoint
+
+    path = tmp_path / "search.ckpt"
+    path.write_bytes(content)
+    Checkpoint(path, "key", 2)
+    assert json.loads(path.read_text().splitlines()[0])["fingerprint"] == "key"
+
+
+def test_a_checkpoint_path_that_is_a_symbolic_link_is_refused(tmp_path):
+    import os
+
+    from kernelcv.exceptions import KernelCVError
+    from kernelcv.selection.checkpoint import Checkpoint
+
+    target = tmp_path / "elsewhere.txt"
+    target.write_bytes(b"user data")
+    link = tmp_path / "search.ckpt"
+    os.symlink(target, link)
+    with pytest.raises(KernelCVError, match="symbolic link"):
+        Checkpoint(link, "key", 2)
+    assert target.read_bytes() == b"user data"

@@ -34,6 +34,8 @@ from ..exceptions import KernelCVError
 from .record_checks import check_exact, check_setting_records
 
 FORMAT_VERSION = 2
+# Every checkpoint file starts with these bytes (its JSON header's first key).
+HEADER_START = b'{"kernelcv_checkpoint"'
 READABLE_VERSIONS = (1, 2)  # version 1 lines have no checksum: all of them are redone
 
 
@@ -88,18 +90,30 @@ class Checkpoint:
                              else sum(len(lams) for lams in setting_lams))
         self.n_samples = n_samples
         self.max_error = 1.0 if metric == "0-1" else math.inf
+        if os.path.islink(self.path):
+            raise KernelCVError(f"checkpoint {self.path} is a symbolic link; give the file "
+                                "itself (a checkpoint is not written through links)")
         if os.path.exists(self.path) and self._has_header():
             self._read()
         else:
             self._write_header(n_settings)
 
     def _has_header(self) -> bool:
-        """False for an empty file or one killed while its first line was written."""
+        """False for an empty file or one killed while its first line was written (what
+        it holds is the start of a checkpoint header); any other file without a line in
+        its first 4 KiB is not a checkpoint and is refused, never overwritten."""
         try:
             with open(self.path, "rb") as handle:
-                return b"\n" in handle.read(4096)
+                start = handle.read(4096)
         except OSError:
             return True  # let _read report the problem
+        if b"\n" in start:
+            return True
+        torn = start.strip()
+        if torn and not (torn.startswith(HEADER_START) or HEADER_START.startswith(torn)):
+            raise KernelCVError(f"{self.path} exists and is not a kernelcv checkpoint file; "
+                                "give another --checkpoint path (it is not overwritten)")
+        return False
 
     def _header(self) -> str:
         return json.dumps({"kernelcv_checkpoint": FORMAT_VERSION, "fingerprint": self.key,
