@@ -6,8 +6,9 @@ tool, one BLAS thread (make bench-search-cv sets it). Each data set is split 75/
 per ``--splits`` seed; the search runs on the 75 % and the chosen model is scored on the
 25 %. kernelcv runs ``KernelSearchCV(make_pipeline(StandardScaler(), SVC()), grid)`` --
 the GridSearchCV code with the class name changed -- with each ``--methods`` (default:
-its default, ``bif``, and ``spectral``). Printed per (set, folds, split): seconds, the
-ratios GridSearchCV / kernelcv and Halving / kernelcv, and test accuracy.
+its default, ``bif``, and ``spectral``; ``default:auto`` adds ``screen="auto"``).
+Printed per (set, folds, split): seconds, the ratios GridSearchCV / kernelcv and
+Halving / kernelcv, and test accuracy.
 
     python benchmarks/bench_search_cv.py --sets cancer wine digits synthetic3000 --folds 5 10
 """
@@ -68,11 +69,12 @@ def run(name, folds, split, grid_kind, methods):
     rows["GridSearchCV"] = timed(GridSearchCV(pipe, param_grid, cv=cv), X, y, X_test, y_test)
     rows["Halving"] = timed(HalvingGridSearchCV(pipe, param_grid, cv=cv, random_state=split),
                             X, y, X_test, y_test)
-    for method in methods:
-        label = f"kernelcv {method}"
-        rows[label] = timed(KernelSearchCV(pipe, param_grid, cv=cv,
-                                           method=None if method == "default" else method),
-                            X, y, X_test, y_test)
+    for entry in methods:  # "method" or "method:screen"
+        method, _, screen = entry.partition(":")
+        rows[f"kernelcv {entry}"] = timed(
+            KernelSearchCV(pipe, param_grid, cv=cv, screen=screen or "off",
+                           method=None if method == "default" else method),
+            X, y, X_test, y_test)
     print(f"\n{name} (n = {len(y)}), {folds} folds, split {split}, "
           f"{len(param_grid['svc__gamma'])} x {len(param_grid['svc__C'])} grid")
     for label, (seconds, accuracy) in rows.items():

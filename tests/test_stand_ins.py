@@ -109,3 +109,26 @@ def test_what_a_stand_in_cannot_honour_is_refused_with_the_reason(cancer, estima
     with pytest.raises(KernelCVError, match=words):
         KernelSearchCV(estimator, {"C": [1.0]} if not isinstance(estimator, KernelRidge)
                        else {"alpha": [1.0]}, cv=3).fit(X, y)
+
+
+def test_screening_in_the_drop_in_leaves_nan_rows_and_keeps_the_invariants(cancer):
+    X, y = cancer
+    X = StandardScaler().fit_transform(X)
+    grid = {"C": [2.0**k for k in range(-2, 12, 2)], "gamma": [2.0**k for k in range(-12, 2, 2)]}
+    screened = KernelSearchCV(SVC(), grid, cv=4, screen="coarse").fit(X, y)
+    full = KernelSearchCV(SVC(), grid, cv=4).fit(X, y)
+    results = screened.cv_results_
+    skipped = results["status"] == "screened out"
+    assert skipped.any() and not skipped.all()
+    assert np.all(np.isnan(results["mean_test_score"][skipped]))
+    assert results["rank_test_score"][screened.best_index_] == 1
+    assert screened.best_score_ == results["mean_test_score"][screened.best_index_]
+    # every candidate it evaluated has the full search's value
+    evaluated = ~np.isnan(results["mean_test_score"])
+    assert np.allclose(results["mean_test_score"][evaluated],
+                       full.cv_results_["mean_test_score"][evaluated])
+    # the chosen candidate's exact score is within the full grid's best
+    assert screened.best_score_ >= full.best_score_ - 0.02
+    # spectral evaluates every lam of a setting at once: "auto" does not screen it
+    spectral = KernelSearchCV("l2svm", grid, cv=4, screen="auto", method="spectral").fit(X, y)
+    assert not np.any(np.isnan(spectral.cv_results_["mean_test_score"]))

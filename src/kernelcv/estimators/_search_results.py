@@ -93,7 +93,8 @@ def cv_results(params, candidates, chosen, *, default_classifier, score_is_error
         results[f"param_{name}"] = column
     reference = 0 if chosen is None else chosen
     if chosen is None:
-        reference = min(range(n), key=lambda i: (candidates[i]["score"], i))
+        reference = min(range(n), key=lambda i: (
+            np.inf if candidates[i]["score"] is None else candidates[i]["score"], i))
     values = trusted_values(candidates, reference, score_is_error)
     splits = [None if v is None else _fold_scores(v[1], c["fold_sizes"], default_classifier)
               for v, c in zip(values, candidates, strict=True)]
@@ -130,7 +131,8 @@ def cv_results(params, candidates, chosen, *, default_classifier, score_is_error
     results["method"] = np.array([c["method"] for c in candidates], dtype=object)
     results["order_used"] = np.array([c["order_used"] for c in candidates], dtype=object)
     results["n_folds"] = np.array([c["n_folds"] for c in candidates])
-    results["status"] = np.array([c["status"] if v is not None else "unverified"
+    results["status"] = np.array([c["status"] if v is not None or c["status"] == "screened out"
+                                  else "unverified"
                                   for c, v in zip(candidates, values, strict=True)],
                                  dtype=object)
     results["degenerate"] = np.array([c["degenerate"] for c in candidates])

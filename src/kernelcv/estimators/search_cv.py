@@ -30,6 +30,7 @@ from ..selection.final import check_final_kernel, fit_final
 from ..selection.method_choice import method_name
 from ..selection.options import Execution, Safeguards, SearchSpace
 from ..selection.refine import refine_for_final
+from ..selection.screening import Screening
 from ..selection.search import make_method, run_search
 from ..validation import make_folds, splitter_fold_ids
 from ._base import _resolve_gamma
@@ -102,6 +103,15 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         rule of ``cv="auto"``.
     confirm : int, default=3
         Best candidates of an approximate search re-evaluated by exact refit CV.
+    screen : {"off", "coarse", "halving", "auto"}, default="off"
+        Evaluate the whole grid (GridSearchCV's behaviour), or only the candidates a
+        coarse-to-fine walk reaches (``kernelcv select``'s screening,
+        :mod:`kernelcv.selection.screening`; ``"halving"`` starts the walk from an n/4
+        subsample's ranking). Candidates left out are NaN in ``cv_results_`` with status
+        ``"screened out"``. ``"auto"``: off for ``spectral``, ``closed-form`` and ``rff``
+        (every lam of a setting costs about one), else ``"halving"`` from 200 rows,
+        ``"coarse"`` below. On 10-class digits (8 x 8 grid, 5 folds) ``"auto"`` took
+        10.2 s instead of 15.8 s, with the same choice.
     recheck_degenerate : bool, default=True
     refit : bool, default=True
         Fit ``best_estimator_`` on all data.
@@ -154,7 +164,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                  backend="auto", scheduler=None, random_state=0, checkpoint=None,
                  memory_budget=None, features="auto", feature_map=None, feature_loss=None,
                  final="auto", refine="auto", refine_evals=30, max_features=MAX_FEATURES,
-                 feature_time=TIME_BUDGET):
+                 feature_time=TIME_BUDGET, screen="off"):
         self.estimator = estimator
         self.param_grid = param_grid
         self.scoring = scoring
@@ -182,6 +192,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.refine_evals = refine_evals
         self.max_features = max_features
         self.feature_time = feature_time
+        self.screen = screen
 
     # ------------------------------------------------------------------ options
     def _cv(self):
@@ -351,11 +362,13 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             execution=Execution(n_jobs=self.n_jobs, backend=self.backend,
                                 scheduler=self.scheduler, checkpoint=self.checkpoint,
                                 memory_budget=self.memory_budget,
-                                progress=self._progress if self.verbose >= 2 else None))
+                                progress=self._progress if self.verbose >= 2 else None),
+            screening=Screening(strategy=_screen_strategy(self.screen, n, method.name)))
         self.search_ = result
         lookup = {(order[c["setting"]], float(c["lam"])): i
                   for i, c in enumerate(result.candidates)}
-        mapped = [result.candidates[lookup[key]] for key in keys]
+        mapped = [result.candidates[lookup[key]] if key in lookup
+                  else _screened_out(result) for key in keys]
         chosen = None
         if result.confirmed or result.refined:
             chosen = keys.index((order[result.best["setting"]], float(result.best["lam"])))
@@ -454,3 +467,22 @@ def _settings(base, X, search_params):
         keys.append((key, float(merged["lam"])))
     order = list(settings)
     return [settings[k] for k in order], [groups[k] for k in order], order, keys
+
+
+def _screen_strategy(screen, n_samples: int, method_name: str) -> str:
+    """``screen="auto"``: ``"off"`` for methods that evaluate a kernel setting's every lam
+    at once (spectral, closed-form) or a feature space, ``"halving"`` from 200 rows, else
+    ``"coarse"`` (``kernelcv select``'s rule); other values as given."""
+    if screen != "auto":
+        return screen
+    if method_name in ("spectral", "closed-form", "rff"):
+        return "off"
+    return "halving" if n_samples >= 200 else "coarse"
+
+
+def _screened_out(result) -> dict:
+    """The record of a candidate that screening did not evaluate (NaN in cv_results_,
+    status ``"screened out"``)."""
+    return {"score": None, "cv_error": None, "exact_error": None, "fold_errors": None,
+            "fold_sizes": None, "seconds": 0.0, "method": result.method, "order_used": None,
+            "n_folds": result.folds, "status": "screened out", "degenerate": False}
