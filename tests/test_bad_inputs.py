@@ -114,6 +114,34 @@ def test_malformed_scheduler_address_is_refused_by_run_tasks(address):
         run_tasks(abs, [{"x": 1}], scheduler=address)
 
 
+@pytest.mark.parametrize("address, words", [
+    ("tls://127.0.0.1:8786", "TLS credentials"), ("wss://127.0.0.1:8786", "TLS credentials"),
+    ("inproc://nothing", "inside this process"),
+])
+def test_addresses_an_address_string_cannot_open_are_refused_at_once(address, words):
+    # each was a 20 s wait in Client.__del__ after the error, then a traceback
+    pytest.importorskip("distributed")
+    from kernelcv.exceptions import KernelCVError
+    from kernelcv.selection.backends import run_tasks
+
+    started = time.monotonic()
+    with pytest.raises(KernelCVError, match=words):
+        run_tasks(abs, [{"x": 1}], scheduler=address)
+    assert time.monotonic() - started < 5
+
+
+def test_a_tls_address_on_the_command_line_is_one_line_without_waiting(small, tmp_path):
+    pytest.importorskip("distributed")
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "kernelcv", "select", str(small),
+                          "--machine", "krr", "--scheduler", "tls://127.0.0.1:8786"],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1, run.stderr
+    assert "TLS credentials" in lines[0]
+    assert time.monotonic() - started < 15
+
+
 # ---------------------------------------------------------------- messages that misled
 
 

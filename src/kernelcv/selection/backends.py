@@ -29,6 +29,7 @@ Backends
 
 from __future__ import annotations
 
+import importlib.util
 import numbers
 import os
 import signal
@@ -373,6 +374,20 @@ def _check_address(distributed, address):
             f"cannot reach Dask scheduler at {address}: {_one_line(exc)}; give an address "
             "such as tcp://127.0.0.1:8786"
         ) from None
+    # Addresses an address string alone cannot open: Client() fails on them only after
+    # its half-made self has waited 20 s to close and printed a traceback at exit.
+    reason = None
+    if scheme in ("tls", "wss"):
+        reason = (f"{scheme}:// needs TLS credentials, which an address cannot carry; "
+                  "create a distributed.Client with its security= and pass the Client")
+    elif scheme == "inproc":
+        reason = ("inproc:// names a scheduler inside this process; pass its Client (or "
+                  "use a tcp:// address)")
+    elif scheme == "ucx" and not any(importlib.util.find_spec(name)
+                                     for name in ("ucp", "ucxx", "distributed_ucxx")):
+        reason = "ucx:// needs the UCX packages (ucx-py), which are not installed"
+    if reason is not None:
+        raise KernelCVError(f"cannot use the Dask scheduler at {address}: {reason}")
 
 
 def _connect(distributed, address):
