@@ -25,6 +25,7 @@ from ..exceptions import KernelCVError
 from ..machines import Machine, make_machine
 from ..rowchunks import as_source
 from ..validation import check_data, make_folds
+from .baseline import baseline_note
 from .checkpoint import Checkpoint, fingerprint
 from .edges import edge_note, grid_edges
 from .feature_growth import MAX_FEATURES, TIME_BUDGET
@@ -256,6 +257,9 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         notes.extend(refine_notes)
     notes.extend(method.notes(candidates, best_index, n))
     notes.extend(flagged_note(candidates))
+    if method.score_is_error and isinstance(y, np.ndarray):
+        notes.extend(baseline_note(candidates[best_index], y, fold_ids,
+                                   machine.is_classifier))
     notes.extend([derived.note()] if derived else [])
     edges = grid_edges(candidates[best_index], settings, setting_lams, space.param_name)
     if not method.refines:  # the random-feature method words its own edge note
