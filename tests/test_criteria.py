@@ -294,3 +294,17 @@ def test_degenerate_flag_follows_the_rounding_level_not_a_fixed_ratio():
     assert abs(bif5.cv_error - exact.cv_error) > 0.1 and bif5.degenerate
     assert not exact.degenerate and not inf.degenerate
     assert inf.cv_error == pytest.approx(exact.cv_error)
+
+
+def test_cross_validate_defaults_are_the_series_limit_and_fixed_folds():
+    # issue 40: order 5 and unseeded folds gave wine 0.0075 against exact 0.0376, and a
+    # different answer on every call
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(60, 3))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=60) > 0, 1, -1)
+    first = kc.cross_validate(X, y, "l2svm", gamma=0.5, lam=1e-3, method="bif")
+    again = kc.cross_validate(X, y, "l2svm", gamma=0.5, lam=1e-3, method="bif")
+    assert first.order == "inf" and first.order_used == "inf"
+    assert np.array_equal(first.predictions, again.predictions)
+    exact = kc.cross_validate(X, y, "l2svm", gamma=0.5, lam=1e-3, method="exact")
+    assert np.array_equal(exact.fold_errors.shape, first.fold_errors.shape)

@@ -83,7 +83,7 @@ def _prepare(X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
 
 def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, degree=3,
                    coef0=1.0, huber_width=0.01, epsilon=0.1, fit_intercept=None,
-                   multiclass="ovo", folds=10, method="exact", order=5, random_state=None,
+                   multiclass="ovo", folds=10, method="exact", order="inf", random_state=0,
                    tol=1e-6, memory_budget=None, groups=None) -> CVResult:
     """Estimate the t-fold cross-validation error of a kernel machine.
 
@@ -128,10 +128,12 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
         :mod:`kernelcv.selection` (``BIF(order=8)``, ``Spectral(tol=1e-12)``,
         ``ExactRefit()``, ``ClosedForm()``) carries its own options; ``order`` and
         ``tol`` are then not used.
-    order : int, "inf" or "auto"
-        BIF order (``method="bif"`` only).
-    random_state : int or None
-        Seed of the fold assignment when ``folds`` is an int.
+    order : int, "inf" or "auto", default "inf"
+        BIF order (``method="bif"`` only). ``"inf"`` (as ``kernelcv cv`` and the
+        searches): the finite orders are biased toward the training error at small lam.
+    random_state : int or None, default 0
+        Seed of the fold assignment when ``folds`` is an int: the same folds, and the
+        same answer, on every call (None: numpy's global random state).
     tol : float
         Tolerance of ``order="auto"`` relative to ``max |F|``.
     memory_budget : bytes, "8G", or None (see :mod:`kernelcv.memory`).
@@ -167,8 +169,8 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
 
 def cross_validate_path(X, y, lams, machine="krr", kernel="rbf", gamma=None, *, degree=3,
                         coef0=1.0, huber_width=0.01, epsilon=0.1, fit_intercept=None,
-                        multiclass="ovo", folds=10, method="exact", order=5,
-                        random_state=None, tol=1e-6, memory_budget=None,
+                        multiclass="ovo", folds=10, method="exact", order="inf",
+                        random_state=0, tol=1e-6, memory_budget=None,
                         groups=None) -> list[CVResult]:
     """:func:`cross_validate` for several lam values sharing the kernel and the folds.
 
