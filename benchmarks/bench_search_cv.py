@@ -19,8 +19,10 @@ import argparse
 import time
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_digits, load_wine, make_classification
 from sklearn.experimental import enable_halving_search_cv  # noqa: F401
+from sklearn.metrics import log_loss
 from sklearn.model_selection import (
     GridSearchCV,
     HalvingGridSearchCV,
@@ -55,7 +57,23 @@ def timed(search, X, y, X_test, y_test):
     tic = time.perf_counter()
     search.fit(X, y)
     seconds = time.perf_counter() - tic
-    return seconds, float(np.mean(search.predict(X_test) == y_test))
+    return seconds, float(np.mean(search.predict(X_test) == y_test)), search
+
+
+def probability_line(gs, kernelcv_search, X, y, X_test, y_test):
+    """Test log-loss of SVC(probability=True) at GridSearchCV's choice (Platt scaling on
+    its own internal 5-fold CV: 5 more fits) against KernelSearchCV.predict_proba, and
+    how often each one's most probable class differs from its predict."""
+    svc = clone(gs.best_estimator_).set_params(svc__probability=True,
+                                               svc__random_state=0).fit(X, y)
+    p_svc = svc.predict_proba(X_test)
+    p_ours = kernelcv_search.predict_proba(X_test)
+    disagree_svc = np.mean(svc.classes_[p_svc.argmax(1)] != svc.predict(X_test))
+    disagree_ours = np.mean(kernelcv_search.classes_[p_ours.argmax(1)]
+                            != kernelcv_search.predict(X_test))
+    return (f"  test log-loss: SVC(probability=True) {log_loss(y_test, p_svc):.4f} "
+            f"(argmax != predict on {100 * disagree_svc:.1f} %), kernelcv "
+            f"{log_loss(y_test, p_ours):.4f} ({100 * disagree_ours:.1f} %)")
 
 
 def run(name, folds, split, grid_kind, methods):
@@ -77,12 +95,14 @@ def run(name, folds, split, grid_kind, methods):
             X, y, X_test, y_test)
     print(f"\n{name} (n = {len(y)}), {folds} folds, split {split}, "
           f"{len(param_grid['svc__gamma'])} x {len(param_grid['svc__C'])} grid")
-    for label, (seconds, accuracy) in rows.items():
+    for label, (seconds, accuracy, _) in rows.items():
         ratios = ""
         if label.startswith("kernelcv"):
             ratios = (f"  GS/k {rows['GridSearchCV'][0] / seconds:5.2f}x"
                       f"  Halving/k {rows['Halving'][0] / seconds:5.2f}x")
         print(f"  {label:>18}: {seconds:8.2f} s  test acc {accuracy:.4f}{ratios}")
+    first = next(label for label in rows if label.startswith("kernelcv"))
+    print(probability_line(rows["GridSearchCV"][2], rows[first][2], X, y, X_test, y_test))
 
 
 def main():
@@ -92,7 +112,9 @@ def main():
     parser.add_argument("--folds", type=int, nargs="+", default=[5])
     parser.add_argument("--splits", type=int, default=1)
     parser.add_argument("--grid", choices=("8x8", "default"), default="8x8")
-    parser.add_argument("--methods", nargs="+", default=["default", "spectral"])
+    parser.add_argument("--methods", nargs="+", default=["default", "spectral"],
+                        help="kernelcv methods, 'name' or 'name:screen'; the first one's "
+                             "predict_proba is compared with SVC(probability=True)")
     args = parser.parse_args()
     for name in args.sets:
         for folds in args.folds:

@@ -18,12 +18,14 @@ from dataclasses import replace
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.metrics import get_scorer
+from sklearn.model_selection import PredefinedSplit, cross_val_predict
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
 from ..criteria.scoring import SCORES, HeldoutScore
 from ..exceptions import KernelCVError
 from ..machines import make_machine
+from ..machines.multiclass import class_scores
 from ..selection.feature_growth import MAX_FEATURES, TIME_BUDGET
 from ..selection.feature_space import FeatureSpace
 from ..selection.final import check_final_kernel, fit_final
@@ -32,8 +34,9 @@ from ..selection.options import Execution, Safeguards, SearchSpace
 from ..selection.refine import refine_for_final
 from ..selection.screening import Screening
 from ..selection.search import make_method, run_search
-from ..validation import make_folds, splitter_fold_ids
+from ..validation import check_data, make_folds, splitter_fold_ids
 from ._base import _resolve_gamma
+from ._calibration import ScoreScale, fit_score_scale
 from ._search_refit import refit_search
 from ._search_results import cv_results
 from ._search_space import ESTIMATORS, default_grid, grid_candidates, split_estimator
@@ -132,6 +135,11 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
     best_estimator_ : the estimator (or Pipeline) refit on all data at the chosen
         parameters (C and alpha as lam); for an ``SVC``, ``SVR`` or ``KernelRidge`` its
         kernelcv stand-in.
+    calibration_ : classifiers searched by a kernel method: the
+        :class:`~kernelcv.estimators._calibration.ScoreScale` behind ``predict_proba``,
+        fitted on the chosen candidate's out-of-fold decision values (its exact
+        confirmation's, or one exact refit CV of it; fold-by-fold searches: their own
+        refits' values); None otherwise.
     stand_in_ : None, or the line that says which kernelcv machine was searched in
         place of a scikit-learn ``SVC``, ``SVR`` or ``KernelRidge`` (printed with
         ``verbose``).
@@ -327,10 +335,15 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.n_features_in_ = _n_features(X)
         if self.refit:
             refit_tic = time.perf_counter()
-            self.best_estimator_ = clone(estimator).set_params(
-                **{f"{prefix}{k}": v for k, v in search_params[self.best_index_].items()}
-            ).fit(X, y)
+            chosen = clone(estimator).set_params(
+                **{f"{prefix}{k}": v for k, v in search_params[self.best_index_].items()})
+            self.best_estimator_ = clone(chosen).fit(X, y)
             self.refit_time_ = time.perf_counter() - refit_tic
+            self.calibration_ = None
+            if classifier:  # its out-of-fold values: t more fits, as GridSearchCV's refits
+                values = cross_val_predict(chosen, X, y, cv=PredefinedSplit(fold_ids),
+                                           method="decision_function")
+                self.calibration_ = fit_score_scale(values, _class_codes(y))
 
     def _fit_fast(self, head, base, prefix, params, search_params, lams, X, y, folds,
                   classifier, score, method, rff):
@@ -399,6 +412,9 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         else:
             self.best_estimator_ = clone(base).set_params(**best).fit(X, y)
         self.refit_time_ = time.perf_counter() - refit_tic
+        self.calibration_ = None
+        if classifier and not rff:
+            self.calibration_ = _calibrate_search(result, X_checked, np.asarray(y))
 
     # ------------------------------------------------------------------ predict
     def _check_refit(self, name):
@@ -414,6 +430,21 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
     def decision_function(self, X):
         """Decision values of ``best_estimator_`` (classifiers)."""
         return self._check_refit("decision_function").decision_function(X)
+
+    def predict_proba(self, X):
+        """Class probabilities of ``best_estimator_``'s decision values, scaled by
+        ``calibration_`` (fitted on the chosen candidate's out-of-fold values; the most
+        probable class is always the predicted one). Columns follow ``classes_``."""
+        estimator = self._check_refit("predict_proba")
+        if getattr(self, "calibration_", None) is None:
+            raise AttributeError("predict_proba needs a classifier searched by a kernel "
+                                 "method (not a regressor, not method='rff')")
+        return self.calibration_.probabilities(estimator.decision_function(X))
+
+    def predict_log_proba(self, X):
+        """``log(predict_proba(X))``."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
 
     def transform(self, X):
         """``best_estimator_.transform`` (for a Pipeline that ends in a transformer)."""
@@ -486,3 +517,27 @@ def _screened_out(result) -> dict:
     return {"score": None, "cv_error": None, "exact_error": None, "fold_errors": None,
             "fold_sizes": None, "seconds": 0.0, "method": result.method, "order_used": None,
             "n_folds": result.folds, "status": "screened out", "degenerate": False}
+
+
+def _class_codes(y) -> np.ndarray:
+    """Each label's position in the sorted classes (``classes_``' order)."""
+    return np.unique(np.asarray(y), return_inverse=True)[1].astype(np.intp)
+
+
+def _calibrate_search(result, X_checked, y) -> ScoreScale:
+    """The probability scale from the chosen candidate's out-of-fold decision values: its
+    confirmation's, or one exact refit CV of it when the search made none (t fits)."""
+    best = result.best
+    values = result.exact_values.get(result.best_index)
+    machine = result.machine_spec
+    if values is None:
+        _, y_encoded, _ = check_data(X_checked, y, True, multiclass=True)
+        setting = {key: best[key] for key in ("kernel", "gamma", "degree", "coef0")
+                   if key in best}
+        found = result.criterion.exact_candidate(
+            X_checked, y_encoded, result.fold_ids, setting, float(best["lam"]),
+            int(best["n_folds"]), machine=machine)
+        values = np.asarray(found["heldout_values"], dtype=np.float64)
+    if values.ndim == 2:
+        values = class_scores(values, machine.n_classes, machine.multiclass)
+    return fit_score_scale(values, _class_codes(y))

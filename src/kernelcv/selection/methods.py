@@ -248,6 +248,9 @@ class CVMethod:
                   "seconds": time.perf_counter() - tic}
         if machine.is_multiclass:  # the report's confusion matrix reuses them
             result["heldout_codes"] = [int(c) for c in ev.predictions]
+        if machine.is_classifier:  # KernelSearchCV calibrates its probabilities on them
+            values = ev.decisions if machine.is_multiclass else ev.predictions
+            result["heldout_values"] = np.asarray(values, dtype=np.float64).tolist()
         return result
 
     # ------------------------------------------------------------------ after the grid

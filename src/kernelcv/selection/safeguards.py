@@ -71,7 +71,7 @@ def _spread_ties(pool, candidates, count):
 
 
 def run_safeguards(candidates, method, options, average, shared, store, execution,
-                   heldout=None):
+                   heldout=None, values=None):
     """Exact refits of degenerate candidates, then of the best ``options.confirm`` ones.
 
     ``method`` is the search's CV method object; its ``score_is_error`` says whether
@@ -80,7 +80,9 @@ def run_safeguards(candidates, method, options, average, shared, store, executio
     ``shared`` holds the arguments of :func:`kernelcv.selection.tasks.exact_task` common
     to all candidates; ``store`` an optional checkpoint; ``execution`` the workers.
     Returns the rechecked and the confirmed indices. ``heldout``, a dict, receives the
-    multiclass held-out class codes of each refit candidate (index -> (n,) codes).
+    multiclass held-out class codes of each refit candidate (index -> (n,) codes);
+    ``values``, a dict, a classifier's held-out decision values (index -> (n,), or
+    (n, m) machine values for m binary machines).
     """
     done = dict(store.confirmations) if store else {}
     confirm = options.confirm
@@ -112,6 +114,8 @@ def run_safeguards(candidates, method, options, average, shared, store, executio
             candidates[i]["exact_seconds"] = done[i]["seconds"]
             if heldout is not None and done[i].get("heldout_codes") is not None:
                 heldout[i] = np.asarray(done[i]["heldout_codes"], dtype=np.intp)
+            if values is not None and done[i].get("heldout_values") is not None:
+                values[i] = np.asarray(done[i]["heldout_values"], dtype=np.float64)
 
     rechecked = []
     if options.recheck_degenerate:

@@ -67,6 +67,8 @@ class SearchResult:
         | ``confirmed`` | ``refined`` | ``pruned``: an rff refinement stopped its refit
         early, with ``exact_error_at_least``), ``rank``, timings and notes.
     best_index : index of the chosen candidate.
+    exact_values : classifiers: candidate index -> held-out decision values of its exact
+        refit CV ((n,) binary, (n, m) the m binary machines'), where one was made.
     exact_heldout : multiclass searches: candidate index -> (n,) held-out class codes of
         its exact refit CV, for the candidates the safeguards refit.
     """
@@ -93,6 +95,7 @@ class SearchResult:
     criterion: CVMethod | None = field(default=None, repr=False)
     machine_spec: Machine | None = field(default=None, repr=False)
     exact_heldout: dict = field(default_factory=dict, repr=False)
+    exact_values: dict = field(default_factory=dict, repr=False)
     grid_edges: dict = field(default_factory=dict)
     grid: dict = field(default_factory=dict)
 
@@ -237,10 +240,10 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
             candidate["score"] = float(np.mean(candidate["fold_errors"]))
 
     confirm_tic = time.perf_counter()
-    rechecked, confirmed, heldout = [], [], {}
+    rechecked, confirmed, heldout, values = [], [], {}, {}
     if method.safeguarded:
         rechecked, confirmed = run_safeguards(candidates, method, safeguards, average,
-                                              shared, store, execution, heldout)
+                                              shared, store, execution, heldout, values)
     best_index = choose(candidates, method.safeguarded, method.score_is_error, confirmed,
                         rechecked, chosen)
     rank(candidates)
@@ -288,7 +291,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
                  "total_seconds": time.perf_counter() - total_tic},
         label_mapping=mapping, notes=notes, config=config, fold_ids=fold_ids,
         feature_map=method.fitted_map(data), criterion=method, machine_spec=machine,
-        exact_heldout=heldout, grid_edges=edges, grid=grid_entry)
+        exact_heldout=heldout, exact_values=values, grid_edges=edges, grid=grid_entry)
 
 
 def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None, lams=None,

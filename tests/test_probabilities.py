@@ -1,0 +1,71 @@
+"""KernelSearchCV.predict_proba: calibrated on the chosen candidate's out-of-fold values.
+
+Oracles: the calibration's scale is the maximum-likelihood one (scikit-learn's
+LogisticRegression without intercept on the same 1-D values), the out-of-fold values are
+those of an independent refit CV (cross_val_predict of the chosen estimator on the same
+folds), and the most probable class is always the predicted one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_iris
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import PredefinedSplit, cross_val_predict
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+from kernelcv import KernelSearchCV
+from kernelcv.estimators import HuberSVMClassifier
+from kernelcv.estimators._calibration import fit_score_scale
+
+
+def test_the_binary_scale_is_the_maximum_likelihood_one():
+    rng = np.random.default_rng(0)
+    f = rng.normal(size=400) * 2
+    codes = (rng.random(400) < 1 / (1 + np.exp(-1.7 * f))).astype(int)
+    found = fit_score_scale(f, codes)
+    reference = LogisticRegression(fit_intercept=False, C=1e12, tol=1e-12,
+                                   max_iter=10_000).fit(f[:, None], codes)
+    assert found.scale == pytest.approx(float(reference.coef_[0, 0]), rel=1e-5)
+
+
+@pytest.mark.parametrize("method", [None, "spectral", "exact"])
+def test_binary_probabilities_agree_with_predict_and_come_from_out_of_fold_values(method):
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X[:150])
+    y = y[:150]
+    folds = np.arange(150) % 5
+    grid = {"C": [1.0, 10.0], "gamma": [0.01, 0.05]}
+    search = KernelSearchCV(SVC(), grid, cv=PredefinedSplit(folds), method=method).fit(X, y)
+    proba = search.predict_proba(X)
+    assert proba.shape == (150, 2) and np.allclose(proba.sum(axis=1), 1.0)
+    assert np.array_equal(search.classes_[np.argmax(proba, axis=1)], search.predict(X))
+    # the scale was fitted on the chosen estimator's own refit CV values
+    chosen = search.best_estimator_
+    values = cross_val_predict(type(chosen)(**chosen.get_params()), X, y,
+                               cv=PredefinedSplit(folds), method="decision_function")
+    reference = fit_score_scale(values, y)
+    assert search.calibration_.scale == pytest.approx(reference.scale, rel=1e-4)
+    assert np.all(np.isfinite(search.predict_log_proba(X)) | (proba == 0))
+
+
+@pytest.mark.parametrize("multiclass", ["ovo", "ovr"])
+def test_multiclass_probabilities_agree_with_predict(multiclass):
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    search = KernelSearchCV(HuberSVMClassifier(multiclass=multiclass),
+                            {"C": [1.0, 10.0], "gamma": [0.1, 0.5]}, cv=5).fit(X, y)
+    proba = search.predict_proba(X)
+    assert proba.shape == (150, 3) and np.allclose(proba.sum(axis=1), 1.0)
+    assert np.array_equal(search.classes_[np.argmax(proba, axis=1)], search.predict(X))
+    assert 0 < search.calibration_.scale
+
+
+def test_regressors_have_no_probabilities():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 2))
+    search = KernelSearchCV("krr", {"lam": [1e-2], "gamma": [0.5]}, cv=4).fit(X, X[:, 0])
+    with pytest.raises(AttributeError, match="classifier"):
+        search.predict_proba(X)
