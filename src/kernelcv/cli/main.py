@@ -70,6 +70,8 @@ COMMANDS = (
     Command("tune", "tune many kernel parameters of LS-SVM by a smooth leave-one-out error",
             "tune"),
     Command("bench", "reproduce the papers' experiments against scikit-learn", "bench"),
+    Command("predict", "predict a data file with a model saved by select --save-model",
+            "predict"),
     Command("data", "write scikit-learn's bundled example sets as train/test files", "data"),
 )
 
