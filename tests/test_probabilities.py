@@ -60,7 +60,20 @@ def test_multiclass_probabilities_agree_with_predict(multiclass):
     proba = search.predict_proba(X)
     assert proba.shape == (150, 3) and np.allclose(proba.sum(axis=1), 1.0)
     assert np.array_equal(search.classes_[np.argmax(proba, axis=1)], search.predict(X))
-    assert 0 < search.calibration_.scale
+    assert search.calibration_.log_loss < np.log(3)  # better than the uniform guess
+
+
+def test_the_pair_scale_repairs_a_disagreeing_row_by_a_swap():
+    from kernelcv.estimators._calibration import PairScale
+
+    # 3 classes, pairs (0,1), (0,2), (1,2): class 1 wins two votes by a hair, class 2
+    # has a large summed value; with a dominant value scale class 2 would be likeliest
+    values = np.array([[0.01, 5.0, -0.01]])
+    scale = PairScale(vote_scale=0.1, value_scale=2.0, n_classes=3, log_loss=0.0)
+    p = scale.probabilities(values)
+    assert np.argmax(p) == 1 and np.isclose(p.sum(), 1.0)
+    raw = np.exp(0.1 * np.array([0, 2, 1]) + 2.0 * np.array([-5.01, 0.02, 4.99]))
+    assert np.isclose(p[0, 1], raw.max() / raw.sum())  # the two entries swapped
 
 
 def test_regressors_have_no_probabilities():

