@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo bench bench-spectral bench-select bench-floor bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
+.PHONY: test test-slow demo architecture bench bench-spectral bench-select bench-floor bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -70,6 +70,10 @@ bench-papers: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks tools examples
+
+# docs/architecture.md's layer list (from tools/layers.txt) and figures, from the source.
+architecture: $(STAMP)
+	$(PY) tools/import_graph.py --write-docs
 
 # The package's internal import graph by top-level package, with each one's layer.
 imports: $(STAMP)

@@ -2,25 +2,27 @@
 kernelcv import inside a function outside the cli package (see docs/architecture.md)."""
 
 import ast
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "kernelcv"
-# Top-level modules and packages of kernelcv, lowest layer first.
-LAYERS = {
-    "exceptions": 0, "memory": 0, "_threads": 0, "_allocator": 0, "_version": 0,
-    "validation": 1, "datasets": 1, "svmlight": 1, "csvdata": 1, "_synthetic": 1,
-    "rowchunks": 1, "textchunks": 1,
-    "kernels": 2, "features": 2,
-    "machines": 3,
-    "criteria": 4, "hypothetical": 4,
-    "selection": 5, "cv": 5,
-    "estimators": 6,
-    "reports": 7, "experiments": 7, "plotting": 7, "demo": 7,
-    "cli": 8, "__main__": 8,
-    "__init__": 9,  # the package root re-exports the public names of every layer
-}
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+
+
+def _layer_numbers():
+    """Top-level module or package -> its layer, from tools/layers.txt (the one list)."""
+    spec = importlib.util.spec_from_file_location("import_graph", TOOLS / "import_graph.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    numbers = {name: number for number, (names, _) in enumerate(tool.read_layers())
+               for name in names}
+    numbers["__init__"] = numbers.pop("kernelcv")  # the package root's own module
+    return numbers
+
+
+LAYERS = _layer_numbers()
 SHIM_MARK = "# layer-exempt: deprecated re-export"
 
 
@@ -111,3 +113,14 @@ def test_the_checker_catches_each_rule(tmp_path, monkeypatch, source, expected):
     (fake / "selection" / "probe.py").write_text(source)
     monkeypatch.setattr(f"{__name__}.SRC", fake)
     assert any(expected in line for line in _violations())
+
+
+def test_the_documented_layer_list_is_the_one_the_test_reads():
+    # docs/architecture.md shows tools/layers.txt as `make architecture` writes it
+    spec = importlib.util.spec_from_file_location("import_graph", TOOLS / "import_graph.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    start, end = tool.BLOCKS["layers"]
+    text = tool.DOCS.read_text(encoding="utf-8")
+    shown = text.split(start, 1)[1].split(end, 1)[0].strip()
+    assert shown == tool.layers_block(), "run `make architecture`"

@@ -16,25 +16,29 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "kernelcv"
 
+LAYER_FILE = Path(__file__).resolve().with_name("layers.txt")
+
+
+def read_layers(path: Path = LAYER_FILE) -> list[tuple[tuple[str, ...], str]]:
+    """The layers of ``tools/layers.txt``, lowest first: ``(names, description)``."""
+    layers = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        names, _, description = line.partition("|")
+        layers.append((tuple(names.split()), description.strip()))
+    return layers
+
+
 # Lower first; each layer may import only from itself and the layers below.
-LAYERS = (
-    ("exceptions", "memory", "_threads"),
-    ("validation", "datasets", "_synthetic"),
-    ("kernels", "features"),
-    ("machines",),
-    ("criteria", "hypothetical"),
-    ("selection", "cv"),
-    ("estimators",),
-    ("reports", "experiments", "plotting", "demo"),
-    ("cli", "__main__"),
-    (PACKAGE,),  # the package root re-exports the public names of every layer
-)
+LAYERS = tuple(names for names, _ in read_layers())
 LAYER = {name: number for number, names in enumerate(LAYERS) for name in names}
 SHIM_MARK = "# layer-exempt: deprecated re-export"
 
@@ -173,11 +177,93 @@ def render(graph: dict[str, dict[str, bool]], layers: bool,
     return lines
 
 
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+BLOCKS = {"layers": ("<!-- layers: written by make architecture from tools/layers.txt -->",
+                     "<!-- end of layers -->"),
+          "figures": ("<!-- figures: written by make architecture -->",
+                      "<!-- end of figures -->")}
+# The CV methods' names: a comparison with one of them below cli/ is a string that
+# should have stopped at the command line (issue 39).
+METHOD_NAMES = ("exact", "closed-form", "bif", "gacv", "rff", "spectral")
+MANY_PARAMETERS = 15
+
+
+def layers_block() -> str:
+    """The layer list as docs/architecture.md shows it, lowest first."""
+    layers = [(", ".join(names), description) for names, description in read_layers()]
+    width = max(len(names) for names, _ in layers)
+    lines = ["```"]
+    for number, (names, description) in enumerate(layers):
+        lines.append(f"{number}  {names:<{width}}  {description}")
+    lines.append("```")
+    return "\n".join(lines)
+
+
+def figures_block(root: Path = ROOT) -> str:
+    """Counts that track the architecture's debts, from the source (no import)."""
+    sizes: dict[str, list[int]] = {}
+    many, comparisons = [], 0
+    names = "|".join(map(re.escape, METHOD_NAMES))
+    pattern = re.compile(rf"""(==|!=)\s*["']({names})["']|["']({names})["']\s*(==|!=)""")
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        parts = path.relative_to(root / PACKAGE).parts
+        package = parts[0].removesuffix(".py") if len(parts) == 1 else parts[0]
+        entry = sizes.setdefault(package, [0, 0])
+        entry[0] += 1
+        entry[1] += text.count("\n")
+        if parts[0] != "cli":
+            comparisons += len(pattern.findall(text))
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not (
+                    node.name.startswith("_") and node.name != "__init__"):
+                arguments = node.args
+                count = (len(arguments.posonlyargs) + len(arguments.args)
+                         + len(arguments.kwonlyargs))
+                if arguments.args and arguments.args[0].arg in ("self", "cls"):
+                    count -= 1
+                if count > MANY_PARAMETERS:
+                    many.append(f"`{'/'.join(parts)}:{node.name}` ({count})")
+    lines = ["| package or module | modules | lines |", "|---|---|---|"]
+    for package, (modules, lines_of_code) in sorted(sizes.items(),
+                                                    key=lambda item: -item[1][1]):
+        if modules > 1 or lines_of_code > 300:
+            lines.append(f"| {package} | {modules} | {lines_of_code:,} |")
+    lines += ["", f"Public functions and constructors with more than {MANY_PARAMETERS} "
+              f"parameters: {len(many)}" + (": " + ", ".join(many) if many else "") + ".",
+              "", f"Comparisons with a CV method's name as a string outside `cli/`: "
+              f"{comparisons}."]
+    return "\n".join(lines)
+
+
+def write_docs(path: Path = DOCS) -> bool:
+    """Rewrite the generated blocks of docs/architecture.md; True when it changed."""
+    text = path.read_text(encoding="utf-8")
+    updated = text
+    for name, content in (("layers", layers_block()), ("figures", figures_block())):
+        start, end = BLOCKS[name]
+        head, found, rest = updated.partition(start)
+        if not found:
+            raise SystemExit(f"{path}: no '{start}' marker")
+        _, found, tail = rest.partition(end)
+        if not found:
+            raise SystemExit(f"{path}: no '{end}' marker")
+        updated = f"{head}{start}\n{content}\n{end}{tail}"
+    if updated != text:
+        path.write_text(updated, encoding="utf-8")
+    return updated != text
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packages", action="store_true",
                         help="collapse to top-level packages/modules with their layers")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="rewrite the layer list and figures of docs/architecture.md")
     args = parser.parse_args(argv)
+    if args.write_docs:
+        print(f"{DOCS}: {'updated' if write_docs() else 'unchanged'}")
+        return 0
     graph, shims = import_graph()
     if args.packages:
         packages, shim_edges = collapse(graph, shims)
