@@ -278,3 +278,16 @@ def test_huber_machines_are_refitted_by_newton_unless_mm_is_asked_for():
         _assert_matches_refit(b.predictions, exact.predictions, y, machine)
     with pytest.raises(kernelcv.KernelCVError, match="huber"):
         Spectral(huber="fast")
+
+
+@pytest.mark.parametrize("strategy", ["ovo", "ovr"])
+def test_a_multiclass_search_by_spectral_scores_as_refit_cv(strategy):
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(75, 2))
+    y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=75), [-0.5, 0.5])
+    common = dict(gammas=[0.3, 1.0], lams=[1e-3, 1e-1], folds=5, multiclass=strategy)
+    spectral = grid_search(X, y, "l2svm", method="spectral", **common)
+    exact = grid_search(X, y, "l2svm", method="exact", **common)
+    a = {(c["gamma"], c["lam"]): c["cv_error"] for c in spectral.candidates}
+    b = {(c["gamma"], c["lam"]): c["cv_error"] for c in exact.candidates}
+    assert a == pytest.approx(b, abs=1e-12)
