@@ -388,3 +388,16 @@ def test_an_approximate_tie_with_the_best_exact_error_is_confirmed(monkeypatch, 
     assert confirmed == ([0, 1, 2, 3] if extended else [0, 1, 2])
     chosen = safeguards.choose(candidates, True, True, confirmed, rechecked)
     assert chosen == (3 if extended else 0)
+
+
+def test_a_power_range_takes_a_step_in_the_exponent():
+    from kernelcv.exceptions import KernelCVError
+    from kernelcv.selection.grids import parse_grid
+
+    # LIBSVM grid.py's -log2c -5,15,2
+    assert parse_grid("2^-5..2^15:2", "C") == [2.0**k for k in range(-5, 16, 2)]
+    assert parse_grid("2^0..2^5:2", "C") == [1.0, 4.0, 16.0]  # the end when reached
+    assert parse_grid("10^-2..10^2:2,3", "C") == [0.01, 1.0, 100.0, 3.0]
+    for bad in ("2^0..2^3:0", "2^0..2^3:x", "2^0..2^3:-1", "2^0..3^3:2"):
+        with pytest.raises(KernelCVError, match="step|range"):
+            parse_grid(bad, "C")

@@ -58,7 +58,9 @@ def parse_grid(text: str, name: str, *, integer: bool = False) -> list[float] | 
 
     * numbers: ``0.1,1,10``;
     * powers: ``2^-3,2^0,2^3``;
-    * power ranges: ``2^-3..2^3`` (every integer exponent from -3 to 3).
+    * power ranges: ``2^-3..2^3`` (every integer exponent from -3 to 3), with a step
+      in the exponent after a colon: ``2^-5..2^15:2`` (-5, -3, ..., 15; LIBSVM grid.py's
+      ``-log2c -5,15,2``); the end is included when the steps reach it.
 
     Raises
     ------
@@ -72,14 +74,25 @@ def parse_grid(text: str, name: str, *, integer: bool = False) -> list[float] | 
             continue
         if ".." in item:
             low, high = item.split("..", 1)
+            high, colon, step_text = high.partition(":")
+            step = 1
+            if colon:
+                try:
+                    step = int(step_text)
+                except ValueError:
+                    step = 0
+                if step < 1:
+                    raise KernelCVError(f"{name} grid: the step of {item!r} must be a whole "
+                                        "number >= 1 (the exponent's increment)")
             a, b = _POWER.match(low), _POWER.match(high)
             if not (a and b) or float(a.group(1)) != float(b.group(1)):
                 raise KernelCVError(
-                    f"{name} grid: a range must look like 2^-3..2^3 (same base), got {item!r}")
+                    f"{name} grid: a range must look like 2^-3..2^3 or 2^-5..2^15:2 (same "
+                    f"base), got {item!r}")
             base, lo, hi = float(a.group(1)), int(a.group(2)), int(b.group(2))
             if lo > hi:
                 raise KernelCVError(f"{name} grid: empty range {item!r} (start after end)")
-            values.extend(base**k for k in range(lo, hi + 1))
+            values.extend(base**k for k in range(lo, hi + 1, step))
         else:
             values.append(_parse_number(item, name))
     return check_grid(values, name, integer=integer)
