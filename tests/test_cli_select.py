@@ -608,3 +608,15 @@ def test_select_screens_coarse_to_fine_by_default(capsys, files, tmp_path):
                           "--screen", "coarse", "--checkpoint", tmp_path / "c.ckpt")
     assert "checkpoint" in _assert_one_line_error(code, out, err)
     assert not (tmp_path / "c.ckpt").exists()
+
+
+def test_a_C_grid_search_shows_C_in_the_summary(capsys, files):
+    code, out, err = _run(capsys, "select", files["train"], "--machine", "l2svm",
+                          "--gamma-grid", GAMMAS, "--C-grid", "2^0..2^6:2")
+    assert code == 0, err
+    table = out[out.index("rank"):].splitlines()
+    assert table[0].split()[:3] == ["rank", "gamma", "C"]
+    Cs = {float(line.split()[2]) for line in table[1:] if line.strip()[0].isdigit()}
+    assert Cs <= {1.0, 4.0, 16.0, 64.0}  # the user's own values, not lam
+    best = next(line for line in out.splitlines() if line.startswith("best "))
+    assert "(C=" in best

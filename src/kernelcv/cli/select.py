@@ -350,7 +350,8 @@ def render(report, args=None):
                            f"{_seconds(timings['confirm_seconds'])} safeguards)")),
         ("best", "none: every CV error is infinite or NaN (see the warning)"
          if report.get("none_finite") else
-         "  ".join(f"{k}={_num(v)}" for k, v in best.items() if k != "kernel")),
+         "  ".join(f"{k}={_num(v)}" for k, v in best.items() if k != "kernel")
+         + (f"  (C={_num(_C(report, best['lam']))})" if _by_C(report) else "")),
         ("best CV error", f"{_num(report['best_cv_error'])}  ({metric})"),
     ]
     if report.get("test") is not None:
@@ -401,6 +402,16 @@ def _multiclass_rows(entry):
     return rows
 
 
+def _by_C(report) -> bool:
+    """Whether the lam grid was given as SVC's C (--C-grid)."""
+    return (report.get("grid") or {}).get("lam_source") == "C"
+
+
+def _C(report, lam) -> float:
+    """SVC's C of a lam on the report's training rows: C = 1 / (2 n lam)."""
+    return 1.0 / (2.0 * report["n_samples"] * lam)
+
+
 def _exact(candidate):
     """The exact CV error, or its bound for a refit stopped early (status pruned)."""
     if candidate["exact_error"] is None and candidate.get("exact_error_at_least") is not None:
@@ -415,13 +426,15 @@ def _table(report, param, top):
     shown = ranked[:top]
     if chosen not in shown:
         shown.append(chosen)
-    header = ["rank", param or "kernel", "lam", "score", "exact", "status", "seconds"]
+    by_C = _by_C(report)  # a --C-grid search shows SVC's C, the user's own values
+    header = ["rank", param or "kernel", "C" if by_C else "lam", "score", "exact", "status",
+              "seconds"]
     body = []
     for c in shown:
         mark = "*" if c is chosen else ""
         body.append([f"{c['rank']}{mark}", _num(c[param]) if param else c["kernel"],
-                     _num(c["lam"]), _num(c["score"]), _exact(c), c["status"],
-                     _seconds(c["seconds"])])
+                     _num(_C(report, c["lam"]) if by_C else c["lam"]), _num(c["score"]),
+                     _exact(c), c["status"], _seconds(c["seconds"])])
     widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(f"{h:>{w}}" for h, w in zip(header, widths, strict=True))]
     lines += ["  ".join(f"{v:>{w}}" for v, w in zip(row, widths, strict=True)) for row in body]
