@@ -29,8 +29,8 @@ SHARED = {
                        ("without",)),
     "--multiclass": ({"cv", "select", "tune"}, "one-vs-one or one-vs-rest (tune's default "
                      "is the paper's ovo)", ("ovo", "ovr")),
-    "--header": ({"cv", "select", "hypothetical", "tune"}, SAME, ()),
-    "--target": ({"cv", "select", "hypothetical", "tune"}, SAME, ()),
+    "--header": ({"cv", "select", "hypothetical", "tune", "predict"}, SAME, ()),
+    "--target": ({"cv", "select", "hypothetical", "tune", "predict"}, SAME, ()),
     "--fold-ids": ({"cv", "select"}, SAME, ()),
     "--coef0": ({"cv", "select"}, SAME, ()),
     "--gamma": ({"cv", "select"}, "the kernel's gamma (select: fixed, poly only)",
@@ -54,7 +54,7 @@ SHARED = {
     "--out": ({"select", "hypothetical", "tune", "bench", "data"}, "the output folder",
               ()),
     "--plot": ({"select", "hypothetical"}, "PNG figures into --out", ("with --out",)),
-    "--json": ({"cv", "select", "hypothetical", "tune", "bench", "data"},
+    "--json": ({"cv", "select", "hypothetical", "tune", "bench", "data", "predict"},
                "print the report as JSON", ("JSON",)),
 }
 # Hidden options that only refuse a name with another meaning, and the option they name.

@@ -32,7 +32,7 @@ def saved(tmp_path_factory):
 def test_accuracy_and_labels_are_the_loaded_models(saved, capsys, tmp_path):
     capsys.readouterr()
     out = tmp_path / "predictions.txt"
-    code = main(["predict", str(saved / "model.npz"), str(saved / "test.svm"), "--out",
+    code = main(["predict", str(saved / "model.npz"), str(saved / "test.svm"), "--output",
                  str(out), "--json"])
     report = json.loads(capsys.readouterr().out)
     model = kernelcv.load_model(saved / "model.npz")
@@ -60,8 +60,8 @@ def test_values_are_the_decision_function_and_print_without_out(saved, capsys):
 def test_refusals_are_one_line_and_touch_nothing(saved, capsys, case):
     model, data = saved / "model.npz", saved / "test.svm"
     before = model.read_bytes(), data.read_bytes()
-    argv = {"out is the model": [model, data, "--out", model],
-            "out is the data": [model, data, "--out", data],
+    argv = {"out is the model": [model, data, "--output", model],
+            "out is the data": [model, data, "--output", data],
             "model is data": [data, data]}[case]
     capsys.readouterr()
     code = main(["predict", *map(str, argv)])

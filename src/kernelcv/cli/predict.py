@@ -9,7 +9,7 @@ __all__ = ["add_arguments", "render", "run_command"]
 
 EXAMPLES = """examples:
   kernelcv select data/breast_cancer_train.svm --machine l2svm --save-model model.npz
-  kernelcv predict model.npz data/breast_cancer_test.svm --out predictions.txt
+  kernelcv predict model.npz data/breast_cancer_test.svm --output predictions.txt
   kernelcv predict model.npz data/breast_cancer_test.svm --values   # decision values
 """
 
@@ -21,9 +21,9 @@ def add_arguments(parser):
     parser.add_argument("data", metavar="DATA",
                         help="rows to predict (svmlight, CSV or npz); their targets score "
                              "the predictions")
-    parser.add_argument("--out", metavar="FILE",
-                        help="write the predictions there, one per line (default: print "
-                             "them)")
+    parser.add_argument("--output", metavar="FILE",
+                        help="write the predictions to this file, one per line (default: "
+                             "print them)")
     parser.add_argument("--values", action="store_true",
                         help="decision values instead of labels (one column per binary "
                              "machine)")
@@ -35,7 +35,7 @@ def run_command(args, parser):
     """Predict; returns the report of :func:`run_predict`."""
     from ..reports.predict import run_predict
 
-    return run_predict(args.model, args.data, out=args.out, values=args.values,
+    return run_predict(args.model, args.data, out=args.output, values=args.values,
                        header=args.header, target=args.target)
 
 

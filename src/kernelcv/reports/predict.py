@@ -42,7 +42,7 @@ def run_predict(model_path, data, *, out=None, values=False, header="auto",
     else None) or ``mse`` (regressors), ``out`` and ``predictions`` (None when written
     to ``out``).
     """
-    check_distinct_paths({"--out": out}, {"MODEL": model_path, "DATA": data})
+    check_distinct_paths({"--output": out}, {"MODEL": model_path, "DATA": data})
     model = load_model(model_path)
     X, y = load_data(data, header=header, target=target)
     predicted = model.predict(X)
@@ -84,9 +84,9 @@ def _write_atomically(path, text: str) -> None:
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
-        raise KernelCVError(f"--out {path}: is a folder; give a file name")
+        raise KernelCVError(f"--output {path}: is a folder; give a file name")
     if not os.path.isdir(folder):
-        raise KernelCVError(f"--out {path}: the folder {folder} does not exist")
+        raise KernelCVError(f"--output {path}: the folder {folder} does not exist")
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=".kernelcv-predict-")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
