@@ -9,6 +9,7 @@ alpha fixed.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -81,3 +82,21 @@ def test_a_flat_case_occurs():
     machine = make_machine("svm")
     fit = machine.fit(make_kernel("rbf", 10.0)(X), y, 1.0)
     assert not np.any(machine.loss.derivatives(y, fit.decision)[1] > 0)
+
+
+@pytest.mark.parametrize("start", [-5.0, -1.2, 0.0, 3.0])
+def test_one_class_gets_the_finite_end_of_its_open_interval_from_any_start(start):
+    # every b <= -(1 + w) is optimal for labels all -1 (alpha = 0): the end, -1 - w,
+    # whatever the start (the fit from 0 stopped at -3.02, the refit from the full fit's
+    # Newton step at -1.01: spectral CV and refit CV then disagreed on held-out values)
+    from kernelcv.machines.losses import HuberHingeLoss
+    from kernelcv.machines.solver import fit_kernel_machine
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(8, 2))
+    K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    y = -np.ones(8)
+    fit = fit_kernel_machine(K, y, 0.01, HuberHingeLoss(0.01), fit_intercept=True,
+                             intercept0=start)
+    assert np.allclose(fit.alpha, 0.0)
+    assert fit.intercept == pytest.approx(-1.01, abs=1e-9)

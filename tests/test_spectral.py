@@ -63,6 +63,11 @@ def _assert_matches_refit(values, exact, y, machine, scale_tol=1e-5):
 # a fold-out SVR whose optimal intercept is an interval (no row in a band): the midpoint
 @example(n=12, t=2, seed=24, name="svr", intercept=True, log_lam=-0.71875,
          log_gamma=-0.71875)
+# a training part holding one class: every b >= 1 is optimal; the refits' b = 1
+@example(n=15, t=2, seed=4465, name="l2svm", intercept=True, log_lam=0.7207499031975084,
+         log_gamma=0.6047774459749244)
+@example(n=12, t=2, seed=3034, name="svm", intercept=True, log_lam=-1.9588943122862252,
+         log_gamma=-0.9573876080336885)
 @given(n=st.integers(12, 40), t=st.integers(2, 5), seed=st.integers(0, 10_000),
        name=st.sampled_from(MACHINES), intercept=st.booleans(),
        log_lam=st.floats(-4, 1), log_gamma=st.floats(-1.5, 1))

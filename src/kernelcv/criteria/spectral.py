@@ -235,6 +235,13 @@ class SpectralCV:
                                tol, max_steps)
         refitted = np.zeros(C, dtype=bool)
         refitted[moving] = True
+        # A training part whose targets are all equal (one class in it) has a whole
+        # interval of optimal intercepts with alpha = 0; the Newton solver's choice is
+        # the refits', so it takes those columns too (rare, and cheap: nothing active).
+        if self.fit_intercept:
+            constant = [c for c in range(C) if c not in set(moving.tolist())
+                        and np.ptp(Y[~held_out[:, c], p_of[c]]) == 0]
+            moving = np.concatenate([moving, np.asarray(constant, dtype=moving.dtype)])
         # The fold-out coefficients in optimality form, their intercepts, and the direct
         # held-out values.
         g, _h = loss.derivatives(Y[:, p_of], F)
@@ -244,12 +251,16 @@ class SpectralCV:
         if self.fit_intercept:
             _f, b = self._ridge_solve(F - g / M, rho_all)
             self._centre_flat_intercepts(F, b, Y, p_of, held_out, loss, moving)
-        for c in moving:  # not converged: finished exactly by the Newton solver
+        one_target = set(constant) if self.fit_intercept else set()
+        for c in moving:  # not converged (or one class): finished by the Newton solver
             rows = np.flatnonzero(~held_out[:, c])
+            # a one-class part starts where the refits do (zero), so that it ends at
+            # their end of the interval of optimal intercepts
+            start = ({} if c in one_target
+                     else {"alpha0": alpha[rows, c], "intercept0": float(b[c])})
             fit = fit_kernel_machine(self.K[np.ix_(rows, rows)], Y[rows, p_of[c]],
                                      float(lams[l_of[c]]), loss,
-                                     fit_intercept=self.fit_intercept,
-                                     alpha0=alpha[rows, c], intercept0=float(b[c]))
+                                     fit_intercept=self.fit_intercept, **start)
             alpha[:, c] = 0.0
             alpha[rows, c] = fit.alpha
             b[c] = fit.intercept

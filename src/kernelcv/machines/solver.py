@@ -285,7 +285,9 @@ def central_intercept(loss, y, F0, b0):
     ``v >= hi`` bounds it below by ``hi - v``. A point less than
     :data:`SHALLOW_BAND_DEPTH` of the band's width inside it counts as on its edge (the
     solver can stop there, with the same alpha, when the slopes balance); a point deeper
-    in a band means the intercept is unique and ``b0`` is returned. O(n).
+    in a band means the intercept is unique and ``b0`` is returned. An interval open on
+    one side (one class in the data, every point off its loss) gives its finite end.
+    O(n).
     """
     knots = getattr(loss, "knots", None)
     if knots is None:
@@ -300,8 +302,14 @@ def central_intercept(loss, y, F0, b0):
         return b0  # a point inside a band: not the flat case
     uppers = np.maximum(lo - value, 0.0)[below_band]
     lowers = np.minimum(hi - value, 0.0)[above_band]
-    if uppers.size == 0 or lowers.size == 0:
+    if uppers.size == 0 and lowers.size == 0:
         return b0
+    # One side unbounded (a training part of one class: every point off its loss): the
+    # finite end, where the first point meets its band, whatever the start was.
+    if lowers.size == 0:
+        return b0 + float(uppers.min())
+    if uppers.size == 0:
+        return b0 + float(lowers.max())
     return b0 + 0.5 * (float(uppers.min()) + float(lowers.max()))
 
 

@@ -165,8 +165,9 @@ def _central_intercepts(loss, y, valid, K_alpha, b):
 
     The same rule on (P, m) arrays: where every real row sits on or outside each
     quadratic band (within :data:`~kernelcv.machines.solver.SHALLOW_BAND_DEPTH` of its
-    width), the intercept moves to the middle of the interval of optimal intercepts;
-    padded rows take no part. O(P m) in a fixed number of numpy calls.
+    width), the intercept moves to the middle of the interval of optimal intercepts (its
+    finite end when it is open on one side); padded rows take no part. O(P m) in a fixed
+    number of numpy calls.
     """
     knots = getattr(loss, "knots", None)
     if knots is None:
@@ -181,9 +182,11 @@ def _central_intercepts(loss, y, valid, K_alpha, b):
     flat = np.all(~real | below | above, axis=(1, 2))
     uppers = np.where(below, np.maximum(lo - value, 0.0), np.inf).min(axis=(1, 2))
     lowers = np.where(above, np.minimum(hi - value, 0.0), -np.inf).max(axis=(1, 2))
-    move = flat & np.isfinite(uppers) & np.isfinite(lowers)
-    middle = 0.5 * (np.where(move, uppers, 0.0) + np.where(move, lowers, 0.0))
-    return np.where(move, b + middle, b)
+    up, low = np.isfinite(uppers), np.isfinite(lowers)
+    both = up & low
+    shift = np.where(both, 0.5 * (np.where(both, uppers, 0.0) + np.where(both, lowers, 0.0)),
+                     np.where(up, np.where(up, uppers, 0.0), np.where(low, lowers, 0.0)))
+    return np.where(flat & (up | low), b + shift, b)
 
 
 def _finish_alone(p, K, y, valid, lam, loss, fit_intercept, tol, max_iter, alpha, b, K_alpha,
