@@ -142,6 +142,31 @@ def test_a_tls_address_on_the_command_line_is_one_line_without_waiting(small, tm
     assert time.monotonic() - started < 15
 
 
+def _limited(megabytes):
+    import resource
+
+    def apply():
+        resource.setrlimit(resource.RLIMIT_AS, (megabytes * 2**20, megabytes * 2**20))
+    return apply
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux's")
+def test_a_process_memory_limit_is_the_budget_and_memory_errors_are_one_line(tmp_path):
+    # under `ulimit -v` the budget was half the RAM and numpy's MemoryError a traceback
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20_000, 3))
+    np.savez(tmp_path / "big.npz", X=X, y=X[:, 0])
+    command = [sys.executable, "-m", "kernelcv", "cv", str(tmp_path / "big.npz"),
+               "--machine", "krr", "--gamma", "0.5", "--lam", "0.01", "--method", "exact"]
+    for extra, words in (([], "memory budget is"), (["--memory-budget", "50G"],
+                                                      "out of memory")):
+        run = subprocess.run(command + extra, capture_output=True, text=True, timeout=120,
+                             preexec_fn=_limited(2000), cwd=tmp_path)
+        lines = run.stderr.strip().splitlines()
+        assert run.returncode == 2 and len(lines) == 1, run.stderr
+        assert words in lines[0]
+
+
 # ---------------------------------------------------------------- messages that misled
 
 

@@ -6,7 +6,8 @@ the estimate with a budget and refuses with advice instead of letting the machin
 
 The budget is, in order of precedence: the ``memory_budget`` argument, the environment
 variable ``KERNELCV_MEMORY_BUDGET`` (bytes, or a number with a ``K``/``M``/``G``/``T``
-suffix, e.g. ``8G``), else half of the physical memory.
+suffix, e.g. ``8G``), else half of the memory the process may use: the physical memory,
+or less under an address-space limit (``ulimit -v``) or a container's cgroup limit.
 """
 
 from __future__ import annotations
@@ -44,14 +45,37 @@ def physical_memory() -> int:
         return 8 * 2**30
 
 
+def process_memory_limit() -> int:
+    """The memory this process may use: the smallest of the physical memory, its address
+    space limit (``ulimit -v``) and its cgroup's ``memory.max`` (a container's limit)."""
+    limits = [physical_memory()]
+    try:
+        import resource  # POSIX only
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft not in (resource.RLIM_INFINITY, -1) and soft > 0:
+            limits.append(int(soft))
+    except (ImportError, ValueError, OSError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as handle:
+            text = handle.read().strip()
+        if text.isdigit():
+            limits.append(int(text))
+    except OSError:
+        pass
+    return min(limits)
+
+
 def memory_budget(budget: str | int | float | None = None) -> int:
-    """The budget in bytes (argument, then ``KERNELCV_MEMORY_BUDGET``, then RAM / 2)."""
+    """The budget in bytes (argument, then ``KERNELCV_MEMORY_BUDGET``, then half of
+    :func:`process_memory_limit`: RAM, ``ulimit -v`` or the container's limit)."""
     if budget is not None:
         return parse_bytes(budget)
     env = os.environ.get("KERNELCV_MEMORY_BUDGET")
     if env:
         return parse_bytes(env)
-    return physical_memory() // 2
+    return process_memory_limit() // 2
 
 
 def format_bytes(n_bytes: float) -> str:

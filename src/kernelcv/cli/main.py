@@ -209,6 +209,14 @@ def _run(module, command, args, logged):
             _report_warnings(caught)
             _say("error", _error_message(exc))
             return EXIT_ERROR
+        except MemoryError as exc:  # the process's own limit (ulimit -v, a cgroup)
+            _report_warnings(caught)
+            detail = " ".join(str(exc).split())
+            _say("error", "out of memory" + (f" ({detail})" if detail else "")
+                 + "; no output file was written -- lower --memory-budget below the "
+                 "memory this process may use (the budget's default is half the RAM, "
+                 "which a process limit can undercut), or use fewer rows or --method rff")
+            return EXIT_ERROR
         except KeyboardInterrupt:
             return _interrupted(module, args)
     for note in logged:
