@@ -150,3 +150,37 @@ def test_a_run_killed_right_after_renaming_its_new_folder_leaves_no_owner_file(t
     assert (out / OWNER).exists()
     io.check_writable_folder(out, tuple(NEW))
     assert _tree(out) == NEW  # the run had completed its files; only the record goes
+
+
+# ------------------------------------------------ what a clean-up may not touch (issue 41)
+
+
+def test_a_look_alike_folder_and_a_forged_owner_file_never_delete_user_files(out, tmp_path):
+    aged = time.time() - 2 * ORPHAN_AGE
+    # the user's own folder with a name like a staging folder's, an hour old
+    backup = tmp_path / ".results.backup.tmp"
+    backup.mkdir()
+    (backup / "notes.txt").write_text("mine")
+    os.utime(backup, (aged, aged))
+    # an owner file of the old shape, naming a process that is gone and report.json
+    forged = tmp_path / ".results.forged.tmp"
+    forged.mkdir()
+    (forged / OWNER).write_text(f"999999 {os.uname().nodename}\nreport.json\n")
+    # this version's shape, but a token that is not the folder's
+    wrong = tmp_path / ".results.00aa.x.tmp"
+    wrong.mkdir()
+    (wrong / OWNER).write_text(
+        f"999999 {os.uname().nodename} {os.getuid()} ffff0000\nreport.json\n")
+    clean_stale(out)
+    assert (backup / "notes.txt").read_text() == "mine"  # was removed with its folder
+    assert _tree(out) == OLD  # report.json was removed on the forged word
+    assert forged.exists() and wrong.exists()
+
+
+def test_a_file_the_user_put_in_place_after_the_kill_is_kept(out):
+    _kill_during_moves(out, 5)  # every move done: the new b.png moved in, then killed
+    (out / "b.png").unlink()
+    (out / "b.png").write_bytes(b"the user's own b.png")  # another file, another inode
+    io.check_writable_folder(out, tuple(NEW))
+    assert (out / "b.png").read_bytes() == b"the user's own b.png"
+    assert (out / "report.json").read_bytes() == OLD["report.json"]  # the rest undone

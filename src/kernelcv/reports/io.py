@@ -21,7 +21,7 @@ import threading
 import numpy as np
 
 from ..exceptions import KernelCVError
-from .staging import OWNER, clean_stale, make_staging_folder
+from .staging import OWNER, clean_stale, make_staging_folder, record_staged_files
 
 __all__ = ["check_distinct_paths", "check_targets", "check_writable_folder", "jsonable",
            "new_file_mode", "png", "write_all"]
@@ -147,6 +147,7 @@ def write_all(out, outputs: dict[str, bytes]):
         mode = new_file_mode()
         for name, payload in outputs.items():
             _write_file(os.path.join(staging, name), payload, mode)
+        record_staged_files(staging, list(outputs))
         with _sigint_held():
             if not os.path.isdir(folder):
                 os.chmod(staging, 0o777 & ~_umask())
