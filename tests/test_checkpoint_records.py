@@ -300,3 +300,45 @@ def test_a_checkpoint_path_that_is_a_symbolic_link_is_refused(tmp_path):
     with pytest.raises(KernelCVError, match="symbolic link"):
         Checkpoint(link, "key", 2)
     assert target.read_bytes() == b"user data"
+
+
+@pytest.mark.parametrize("method", ["exact", "bif"])
+def test_a_consistent_forgery_with_a_recomputed_checksum_does_not_choose(problem, tmp_path,
+                                                                         method):
+    # issue 41: every field edited consistently (fold errors, cv_error, score all 0) and
+    # the checksum signed again passes the line checks; the resumed run recomputes the
+    # choice and its rivals itself, so the forged candidate is not chosen
+    path = tmp_path / "c.ckpt"
+    reference = _search(problem, path, method=method)
+    worst = max(range(len(reference.candidates)),
+                key=lambda i: reference.candidates[i]["exact_error"]
+                if reference.candidates[i]["exact_error"] is not None
+                else reference.candidates[i]["score"])
+    setting, position = divmod(worst, len(LAMS))
+    worst_error = reference.candidates[worst]["cv_error"]
+
+    def perfect(entry):
+        record = entry["records"][position]
+        record["fold_errors"] = [0.0] * len(record["fold_errors"])
+        record["cv_error"] = record["score"] = 0.0
+
+    _edit(path, 1 + setting, perfect, resign=True)
+    if method == "bif":  # the forged candidate must reach the confirmations: forge those
+        lines = path.read_text().splitlines()
+        key = json.loads(lines[0])["fingerprint"]
+        for number, line in enumerate(lines[1:], start=1):
+            entry = json.loads(line)
+            if entry.get("confirm") is not None:
+                entry["exact"]["fold_errors"] = [0.0] * len(entry["exact"]["fold_errors"])
+                entry["exact"]["cv_error"] = 0.0
+                lines[number] = json.dumps(_resign(entry, key))
+        entry = {"confirm": worst, "exact": {"cv_error": 0.0, "fold_errors": [0.0] * 4,
+                                             "fold_sizes": [10] * 4, "seconds": 0.1}}
+        lines.append(json.dumps(_resign(entry, key)))
+        path.write_text("\n".join(lines) + "\n")
+    resumed = _search(problem, path, method=method)
+    assert resumed.best_index == reference.best_index
+    assert resumed.best_cv_error == pytest.approx(reference.best_cv_error)
+    assert worst_error > 0 and resumed.best_index != worst
+    assert any("recomputed by exact refit CV in this run" in note for note in resumed.notes)
+    assert any("differs from the recomputed" in note for note in resumed.notes)

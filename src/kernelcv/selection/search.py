@@ -33,6 +33,7 @@ from .method_choice import METHODS, default_method, make_method
 from .methods import CVMethod
 from .options import AVERAGES, Execution, Safeguards, SearchSpace, kernel_settings
 from .refine import REFINE_MAX_EVALS, refine_search
+from .resume_check import recompute_resumed_choice
 from .safeguards import (
     APPROXIMATE,
     NONE_FINITE_WARNING,
@@ -206,6 +207,9 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
                                            "lams": setting_lams})
         store = Checkpoint(execution.checkpoint, key, len(settings), setting_lams=setting_lams,
                            n_samples=n, metric=machine.metric)
+    # what the checkpoint already held: never the last word (selection/resume_check.py)
+    resumed_settings = set(store.settings) if store else set()
+    resumed_confirmations = set(store.confirmations) if store else set()
 
     data = method.prepare(X, budget, execution.parallel)
     shared = {"data": data, "y": y, "fold_ids": fold_ids, "method": method,
@@ -246,12 +250,20 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
                                               shared, store, execution, heldout, values)
     best_index = choose(candidates, method.safeguarded, method.score_is_error, confirmed,
                         rechecked, chosen)
+    resume_notes = []
+    from_checkpoint = {i for i, c in enumerate(candidates)
+                       if c["setting"] in resumed_settings or i in resumed_confirmations}
+    if from_checkpoint and chosen is None and method.score_is_error:
+        best_index, confirmed, resume_notes = recompute_resumed_choice(
+            candidates, best_index, from_checkpoint, method, average, shared, execution,
+            confirmed, rechecked)
     rank(candidates)
     if none_finite(candidates):
         warnings.warn(NONE_FINITE_WARNING, RuntimeWarning, stacklevel=2)
     confirm_seconds = time.perf_counter() - confirm_tic
     notes, refined, refine_tic = list(store.notes) if store else [], [], time.perf_counter()
     notes.extend(walk_notes)
+    notes.extend(resume_notes)
     if method.refines:
         best_index, refined, refine_notes = refine_search(
             X, y, fold_ids, candidates, best_index, machine, average, method.refine,
