@@ -297,3 +297,26 @@ def test_all_zero_training_columns_change_no_kernel(data, name):
     kernel = make_kernel(name, 0.3, 3, 1.0)
     np.testing.assert_allclose(GramFactory(padded).gram(kernel), GramFactory(X).gram(kernel),
                                rtol=1e-12, atol=1e-12)
+
+
+def test_an_rff_search_of_a_pipeline_predicts_and_scores():
+    # issue 40: it fitted, then predict / score raised TypeError (the final SVC wrapper
+    # was no estimator for the Pipeline's fitted-check)
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from kernelcv import KernelSearchCV
+    from kernelcv.estimators import HuberSVMClassifier
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X, y = X[:200], y[:200]
+    search = KernelSearchCV(make_pipeline(StandardScaler(), HuberSVMClassifier()),
+                            {"hubersvmclassifier__gamma": [0.01, 0.1],
+                             "hubersvmclassifier__C": [1.0, 10.0]},
+                            method="rff", cv=3).fit(X, y)
+    predicted = search.predict(X)
+    assert set(np.unique(predicted)) <= {0, 1}
+    assert search.score(X, y) == pytest.approx(np.mean(predicted == y))
+    assert search.decision_function(X).shape == (200,)
+    assert "Pipeline" in repr(search.best_estimator_)

@@ -88,6 +88,32 @@ class ChunkedSVC:
         """Accuracy."""
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
+    def fit(self, X, y):
+        """Refit the wrapped SVC on ``X`` (converted as at predict time); returns self.
+        With :meth:`__sklearn_is_fitted__` this makes it a fitted estimator for
+        scikit-learn's checks (a Pipeline ending in it predicts)."""
+        convert = _to_dense if self.dense else _to_csr32
+        self.svc.fit(convert(X), y)
+        self.classes_ = self.svc.classes_
+        return self
+
+    def __sklearn_is_fitted__(self):
+        return hasattr(self.svc, "support_")
+
+    def __sklearn_tags__(self):
+        # the wrapped SVC's (a classifier); scikit-learn is imported only where it is used
+        return self.svc.__sklearn_tags__()
+
+    def get_params(self, deep=True):
+        """Its constructor's arguments (scikit-learn's estimator protocol)."""
+        return {"svc": self.svc, "dense": self.dense, "chunk_rows": self.chunk_rows}
+
+    def set_params(self, **params):
+        """Set constructor arguments; returns self."""
+        for name, value in params.items():
+            setattr(self, name, value)
+        return self
+
 
 def kernel_final_fits(machine: str, n: int, memory_budget=None) -> bool:
     """Whether the exact kernel fit of ``machine`` on n samples fits the memory budget.
