@@ -132,3 +132,24 @@ def test_screening_in_the_drop_in_leaves_nan_rows_and_keeps_the_invariants(cance
     # spectral evaluates every lam of a setting at once: "auto" does not screen it
     spectral = KernelSearchCV("l2svm", grid, cv=4, screen="auto", method="spectral").fit(X, y)
     assert not np.any(np.isnan(spectral.cv_results_["mean_test_score"]))
+
+
+def test_refit_callable_picks_the_refitted_candidate_as_gridsearchcv(cancer):
+    X, y = cancer
+    X = StandardScaler().fit_transform(X)
+    grid = {"C": [0.1, 1.0, 10.0], "gamma": [0.01, 0.1]}
+
+    def simplest_within_a_point(results):  # the smallest C within 0.01 of the best
+        scores = results["mean_test_score"]
+        good = [i for i, s in enumerate(scores) if s >= np.nanmax(scores) - 0.01]
+        return min(good, key=lambda i: results["params"][i]["C"])
+
+    search = KernelSearchCV(SVC(), grid, cv=4, refit=simplest_within_a_point).fit(X, y)
+    expected = simplest_within_a_point(search.cv_results_)
+    assert search.best_index_ == expected
+    assert search.best_params_ == search.cv_results_["params"][expected]
+    assert search.best_estimator_.lam == pytest.approx(
+        1.0 / (2 * X.shape[0] * search.best_params_["C"]))
+    assert np.allclose(search.predict_proba(X).sum(axis=1), 1.0)
+    with pytest.raises(KernelCVError, match="refit callable"):
+        KernelSearchCV(SVC(), grid, cv=4, refit=lambda results: 99).fit(X, y)

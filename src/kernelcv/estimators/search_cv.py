@@ -116,8 +116,9 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``"coarse"`` below. On 10-class digits (8 x 8 grid, 5 folds) ``"auto"`` took
         10.2 s instead of 15.8 s, with the same choice.
     recheck_degenerate : bool, default=True
-    refit : bool, default=True
-        Fit ``best_estimator_`` on all data.
+    refit : bool or callable, default=True
+        Fit ``best_estimator_`` on all data. A callable takes ``cv_results_`` and returns
+        the index of the candidate to refit (``best_index_``), as in GridSearchCV.
     verbose : int, default=0
         1: one line before and after the search on stderr; 2: progress of every stage.
     n_jobs, backend, scheduler : parallel kernel settings (joblib or Dask).
@@ -304,6 +305,19 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                   f"({time.perf_counter() - tic:.2f} s)", file=sys.stderr)
         return self
 
+    def _refit_callable(self):
+        """``refit=callable``, as GridSearchCV: it picks ``best_index_`` from
+        ``cv_results_`` (then the refitted model is that candidate's)."""
+        if not callable(self.refit):
+            return
+        index = self.refit(self.cv_results_)
+        n = len(self.cv_results_["params"])
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) \
+                or not 0 <= index < n:
+            raise KernelCVError(f"refit callable returned {index!r}; it must return an "
+                                f"index of cv_results_ (0..{n - 1})")
+        self.best_index_ = int(index)
+
     def _check_rff_options(self, rff):
         if rff and self.final not in ("auto", "kernel", "linear"):
             raise KernelCVError(f"final must be 'auto', 'kernel' or 'linear', got "
@@ -330,6 +344,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.cv_results_, self.best_index_ = refit_search(
             estimator, params, search_params, prefix, X, y, fold_ids, self.scorer_,
             lams=lams, n_jobs=self.n_jobs, verbose=self.verbose)
+        self._refit_callable()
         if classifier:
             self.classes_ = np.unique(np.asarray(y))
         self.n_features_in_ = _n_features(X)
@@ -388,6 +403,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.cv_results_, self.best_index_ = cv_results(
             params, mapped, chosen, default_classifier=classifier and score is None,
             score_is_error=result.criterion.score_is_error, lams=lams)
+        self._refit_callable()
         self.n_splits_ = result.folds if isinstance(result.folds, int) else None
         if classifier:
             self.classes_ = np.unique(np.asarray(y))
@@ -414,7 +430,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.refit_time_ = time.perf_counter() - refit_tic
         self.calibration_ = None
         if classifier and not rff:
-            self.calibration_ = _calibrate_search(result, X_checked, np.asarray(y))
+            self.calibration_ = _calibrate_search(result, lookup[keys[self.best_index_]],
+                                                  X_checked, np.asarray(y))
 
     # ------------------------------------------------------------------ predict
     def _check_refit(self, name):
@@ -526,11 +543,12 @@ def _class_codes(y) -> np.ndarray:
     return np.unique(np.asarray(y), return_inverse=True)[1].astype(np.intp)
 
 
-def _calibrate_search(result, X_checked, y) -> ScoreScale | PairScale:
-    """The probability scale from the chosen candidate's out-of-fold decision values: its
-    confirmation's, or one exact refit CV of it when the search made none (t fits)."""
-    best = result.best
-    values = result.exact_values.get(result.best_index)
+def _calibrate_search(result, index, X_checked, y) -> ScoreScale | PairScale:
+    """The probability scale from the out-of-fold decision values of the search's
+    candidate ``index`` (the chosen one): its confirmation's, or one exact refit CV of it
+    when the search made none (t fits)."""
+    best = result.candidates[index]
+    values = result.exact_values.get(index)
     machine = result.machine_spec
     if values is None:
         _, y_encoded, _ = check_data(X_checked, y, True, multiclass=True)
