@@ -224,3 +224,22 @@ def test_a_model_whose_arrays_exceed_the_memory_budget_is_refused(tmp_path):
         kernelcv.load_model(path, memory_budget_bytes=1_000_000)
     with pytest.raises(KernelCVError, match="no kernelcv-model header"):
         kernelcv.load_model(path, memory_budget_bytes=10_000_000)  # checked, then read
+
+
+def test_a_loaded_model_scores_as_scikit_learn_does(tmp_path):
+    from sklearn.metrics import accuracy_score, r2_score
+
+    X, y = make_synthetic(60, 3, random_state=1)
+    classifier = KernelModel(make_machine("l2svm"), Kernel(name="rbf", gamma=0.5),
+                             0.01).fit(X, y)
+    save_model(tmp_path / "c.npz", classifier)
+    loaded = kernelcv.load_model(tmp_path / "c.npz")
+    assert loaded.score(X, y) == pytest.approx(accuracy_score(y, loaded.predict(X)))
+    Xr, yr = make_synthetic(60, 5, task="regression", random_state=2)
+    regressor = KernelModel(make_machine("krr"), Kernel(name="rbf", gamma=0.5),
+                            0.01).fit(Xr, yr)
+    save_model(tmp_path / "r.npz", regressor)
+    loaded = kernelcv.load_model(tmp_path / "r.npz")
+    assert loaded.score(Xr, yr) == pytest.approx(r2_score(yr, loaded.predict(Xr)))
+    with pytest.raises(KernelCVError, match="rows"):
+        loaded.score(Xr, yr[:10])

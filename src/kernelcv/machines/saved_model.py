@@ -55,7 +55,8 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "SavedModel", "check_model_path", "load_m
 
 
 class SavedModel:
-    """A loaded kernelcv model: ``predict`` and ``decision_function`` on raw data.
+    """A loaded kernelcv model: ``predict``, ``decision_function`` and ``score`` on raw
+    data.
 
     Attributes
     ----------
@@ -101,6 +102,20 @@ class SavedModel:
     def predict(self, X):
         """Labels of a classifier, predicted values of a regressor, on raw ``X``."""
         return self.model.predict(self._prepare(X))
+
+    def score(self, X, y) -> float:
+        """scikit-learn's default score: accuracy for a classifier, R^2 for a regressor
+        (1 - residual sum of squares / total sum of squares about y's mean)."""
+        predicted = self.predict(X)
+        y = np.asarray(y)
+        if predicted.shape[0] != y.shape[0]:
+            raise KernelCVError(f"X has {predicted.shape[0]} rows but y has {y.shape[0]}")
+        if self.classes_ is not None:
+            return float(np.mean(predicted == y))
+        y = y.astype(np.float64)
+        total = float(np.sum((y - y.mean()) ** 2))
+        residual = float(np.sum((y - predicted) ** 2))
+        return 1.0 - residual / total if total > 0 else (1.0 if residual == 0 else 0.0)
 
 
 def check_model_path(path) -> None:
