@@ -213,3 +213,21 @@ def test_cli_stream(capsys, files, tmp_path):
         err = capsys.readouterr().err
         assert code == 2 and message in err, (bad, err)
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("block_bytes", [4096, 1 << 20])
+def test_a_nan_in_a_streamed_svmlight_file_names_its_line(tmp_path, block_bytes):
+    # issue 41: a NaN at line 1,500 was reported "near line 1" (the block's first line)
+    rng = np.random.default_rng(0)
+    lines = ["# a comment line", ""]
+    for i in range(2000):
+        x = rng.normal(size=3)
+        second = "nan" if i == 1495 else f"{x[1]:.4f}"
+        lines.append(f"{1 if x[0] > 0 else -1} 1:{x[0]:.4f} 2:{second} 3:{x[2]:.4f}")
+    path = tmp_path / "nan.svm"
+    path.write_text("\n".join(lines) + "\n")
+    expected = 1 + lines.index(next(line for line in lines if "nan" in line))
+    assert expected == 1498
+    source = open_svmlight_files(path, block_bytes=block_bytes)[0]
+    with pytest.raises(KernelCVError, match=f"line {expected} holds a NaN"):
+        grid_search(source, None, "svm", method="rff", features=10, **GRID)

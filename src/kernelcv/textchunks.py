@@ -156,11 +156,26 @@ class SvmlightSource(_TextSource):
         for line, text in _blocks(self.path, self.block_bytes):
             y, values, indices, indptr = parse_svmlight_block(self.path, text, line)
             if not np.all(np.isfinite(values)):
-                raise KernelCVError(f"{self.path}: a value near line {line} is NaN or "
-                                    "infinite; remove or impute it first")
+                row = int(np.searchsorted(indptr, np.flatnonzero(~np.isfinite(values))[0],
+                                          side="right")) - 1
+                raise KernelCVError(f"{self.path}: line {_data_line(text, line, row)} holds "
+                                    "a NaN or infinite value; remove or impute it first")
             X = sp.csr_matrix((values, (indices - self.shift).astype(np.int32), indptr),
                               shape=(y.size, self.n_dims))
             yield X, y
+
+
+def _data_line(text, first_line, row) -> int:
+    """The file's line number of data row ``row`` of a block that starts at line
+    ``first_line`` (blank and comment-only lines hold no row)."""
+    text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    seen = -1
+    for offset, content in enumerate(text.split("\n")):
+        if content.split("#", 1)[0].strip():
+            seen += 1
+            if seen == row:
+                return first_line + offset
+    return first_line
 
 
 def open_svmlight_files(*paths, block_bytes=BLOCK_BYTES):
