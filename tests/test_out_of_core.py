@@ -231,3 +231,23 @@ def test_a_nan_in_a_streamed_svmlight_file_names_its_line(tmp_path, block_bytes)
     source = open_svmlight_files(path, block_bytes=block_bytes)[0]
     with pytest.raises(KernelCVError, match=f"line {expected} holds a NaN"):
         grid_search(source, None, "svm", method="rff", features=10, **GRID)
+
+
+@pytest.mark.parametrize("block_bytes", [2048, 1 << 20])
+def test_a_streamed_csv_with_text_labels_equals_the_in_memory_search(tmp_path, block_bytes):
+    # issue 41: --stream refused the text class labels the in-memory path accepts
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(240, 3))
+    labels = np.where(X[:, 0] + 0.3 * rng.normal(size=240) > 0, "cat", "dog")
+    path = tmp_path / "text.csv"
+    path.write_text("".join(f"{a:.6f},{b:.6f},{c:.6f},{label}\n"
+                            for (a, b, c), label in zip(X, labels, strict=True)))
+    X_memory, y_memory = load_data(path)
+    assert set(y_memory) == {"cat", "dog"}
+    reference = grid_search(X_memory, y_memory, "svm", method="rff", features=10, **GRID)
+    source = CsvSource(path, block_bytes=block_bytes)
+    assert list(source.labels()) == list(labels)
+    streamed = grid_search(source, None, "svm", method="rff", features=10, **GRID)
+    np.testing.assert_allclose([c["cv_error"] for c in streamed.candidates],
+                               [c["cv_error"] for c in reference.candidates], atol=1e-8)
+    assert streamed.best_params == reference.best_params

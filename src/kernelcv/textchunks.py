@@ -191,7 +191,8 @@ def open_svmlight_files(*paths, block_bytes=BLOCK_BYTES):
 
 class CsvSource(_TextSource):
     """A CSV file of numbers (last column the target; ``.gz`` allowed) read in blocks;
-    rows as dense chunks."""
+    rows as dense chunks. The target column may hold text class labels (as in memory):
+    decided on the first data row, whose other cells are numbers."""
 
     sparse = False
 
@@ -200,13 +201,14 @@ class CsvSource(_TextSource):
             raise KernelCVError(f"header must be one of auto, yes, no, got {header!r}")
         self.path, self.block_bytes = path, block_bytes
         self.skip = None  # line number of the header row, if any
+        self.text_labels = None  # decided on the first data row
         self.n_dims, labels = None, []
         for line, text in _blocks(path, block_bytes):
             if self.skip is None:
                 text, line = self._header(text, line, header)
-            values = self._parse(text, line)
-            if values.size:
-                labels.append(values[:, -1].copy())
+            _, y = self._parse(text, line)
+            if y.size:
+                labels.append(y)
         self._y = np.concatenate(labels) if labels else np.empty(0)
         if self._y.size == 0:
             raise KernelCVError(f"{path}: the file has no data rows")
@@ -229,7 +231,9 @@ class CsvSource(_TextSource):
         cells = [cell.strip() for cell in lines[first].split(b",")]
         numeric = [_is_number(cell) for cell in cells]
         is_header = header == "yes" or (header == "auto" and not any(numeric))
-        if header == "auto" and any(numeric) and not all(numeric):
+        # numbers and a text target: a data row with a class label, not a header
+        text_target = len(cells) > 1 and all(numeric[:-1]) and not numeric[-1]
+        if header == "auto" and any(numeric) and not all(numeric) and not text_target:
             bad = numeric.index(False)
             raise KernelCVError(
                 f"{self.path}, line {line + first}: column {bad + 1} "
@@ -241,9 +245,20 @@ class CsvSource(_TextSource):
         return b"\n".join(lines[first + 1:]), line + first + 1
 
     def _parse(self, text, line):
-        """The block's rows as float64 (n x (d + 1)); errors name the line and column."""
+        """The block's features (float64, n x d) and targets (float64, or text labels);
+        errors name the line and column."""
         if not text.strip():
-            return np.empty((0, (self.n_dims or 0) + 1))
+            return np.empty((0, self.n_dims or 0)), np.empty(0)
+        rows = [row for row in text.split(b"\n") if row.strip()]
+        if self.text_labels is None:
+            self.text_labels = not _is_number(rows[0].rsplit(b",", 1)[-1].strip())
+        labels = None
+        if self.text_labels:
+            parts = [row.rsplit(b",", 1) for row in rows]
+            if any(len(part) != 2 for part in parts):
+                raise self._explain(text, line)
+            labels = np.array([part[1].strip().decode("utf-8", "replace") for part in parts])
+            text = b"\n".join(part[0] + b",0" for part in parts)  # a numeric stand-in
         try:
             values = np.loadtxt(io.BytesIO(text), delimiter=",", dtype=np.float64, ndmin=2,
                                 comments=None)
@@ -262,7 +277,7 @@ class CsvSource(_TextSource):
             number = line + _nonblank_offsets(text)[row]
             raise KernelCVError(f"{self.path}, line {number}: NaN or infinite value; remove "
                                 "or impute it first")
-        return values
+        return values[:, :-1], (values[:, -1].copy() if labels is None else labels)
 
     def _explain(self, text, line):
         expected = None if self.n_dims is None else self.n_dims + 1
@@ -288,9 +303,9 @@ class CsvSource(_TextSource):
                 lines = text.split(b"\n")
                 text = b"\n".join(lines[self.skip - line + 1:])
                 line = self.skip + 1
-            values = self._parse(text, line)
-            if values.size:
-                yield values[:, :-1], values[:, -1]
+            X, y = self._parse(text, line)
+            if y.size:
+                yield X, y
 
 
 def _is_number(cell: bytes) -> bool:
