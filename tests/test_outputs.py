@@ -169,3 +169,26 @@ def test_select_refuses_report_json_folder_before_the_search(tmp_path, capsys):
     capsys.readouterr()
     assert sorted(os.listdir(out)) == ["cv_curve.png", "cv_heatmap.png", "report.json"]
     assert json.loads((out / "report.json").read_text())["files"]
+
+
+@pytest.mark.parametrize("stage", ["owner file", "inode record"])
+def test_a_full_disk_at_the_owner_record_leaves_no_staging_folder(tmp_path, monkeypatch,
+                                                                   stage):
+    # issue 41: a full disk left a .DIR.XXXX.tmp folder behind each time (the owner file
+    # failed inside make_staging_folder, before write_all knew the folder's name)
+    import builtins
+
+    out = tmp_path / "results"
+    real_open = builtins.open
+
+    def full(path, mode="r", *args, **kwargs):
+        writing = ("w" in mode) if stage == "owner file" else ("a" in mode)
+        if str(path).endswith(".owner") and writing:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real_open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", full)
+    with pytest.raises(KernelCVError, match="No space left"):
+        io.write_all(out, OUTPUTS)
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == []

@@ -60,9 +60,13 @@ def make_staging_folder(folder, names) -> str:
         if not os.path.isdir(folder):
             raise
         staging = tempfile.mkdtemp(dir=folder, prefix=f".kernelcv.{token}.", suffix=".tmp")
-    with open(os.path.join(staging, OWNER), "w", encoding="ascii") as handle:
-        handle.write(f"{os.getpid()} {socket.gethostname()} {os.getuid()} {token}\n")
-        handle.writelines(f"{name}\n" for name in names)
+    try:
+        with open(os.path.join(staging, OWNER), "w", encoding="ascii") as handle:
+            handle.write(f"{os.getpid()} {socket.gethostname()} {os.getuid()} {token}\n")
+            handle.writelines(f"{name}\n" for name in names)
+    except BaseException:  # a full disk: the caller never learns the folder's name
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return staging
 
 
