@@ -345,3 +345,28 @@ def test_usage_errors_exit_2(capsys, argv):
     assert out == ""
     assert "Traceback" not in err
     assert "error:" in err
+
+
+def test_hundreds_of_warnings_before_an_error_print_as_a_few_kinds(monkeypatch, capsys):
+    # issue 41: 344 warning lines came before a one-line error
+    import warnings
+
+    from kernelcv.cli import cv as cv_command
+    from kernelcv.exceptions import KernelCVError
+
+    def noisy(args, parser):
+        for k in range(344):
+            warnings.warn(f"lam = {1e-3 * (k + 1):g}: the fit stopped after {k} steps",
+                          RuntimeWarning, stacklevel=1)
+        for k in range(8):
+            warnings.warn(f"kind {chr(97 + k)} of problem", UserWarning, stacklevel=1)
+        raise KernelCVError("the real problem")
+
+    monkeypatch.setattr(cv_command, "run_command", noisy)
+    code = main(["cv", "x.svm", "--machine", "krr", "--gamma", "1", "--lam", "1",
+                 "--method", "exact"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and lines[-1] == "kernelcv: error: the real problem"
+    assert len(lines) <= 7
+    assert "343 more like it" in lines[0]
+    assert "more warning(s)" in lines[-2]

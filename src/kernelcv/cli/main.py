@@ -30,6 +30,7 @@ import importlib
 import json
 import logging
 import os
+import re
 import sys
 import warnings
 from dataclasses import dataclass
@@ -139,15 +140,27 @@ class _NoteHandler(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+# At most this many kinds of warning are printed; warnings that differ only in their
+# numbers (one per lam, one per fold) are one kind, printed once with their count.
+MAX_WARNING_KINDS = 5
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
 def _report_warnings(caught):
-    seen = set()
+    kinds: dict = {}  # (category, text with its numbers masked) -> distinct texts
     for item in caught:
         text = " ".join(str(item.message).split())
-        key = (item.category, text)
-        if key in seen:
-            continue
-        seen.add(key)
-        _say("warning", f"{text} ({item.category.__name__})")
+        texts = kinds.setdefault((item.category, _NUMBER.sub("#", text)), {})
+        texts[text] = None
+    for shown, ((category, _), texts) in enumerate(kinds.items()):
+        if shown == MAX_WARNING_KINDS:
+            rest = sum(len(t) for t in list(kinds.values())[MAX_WARNING_KINDS:])
+            _say("warning", f"... and {rest} more warning(s) of {len(kinds) - shown} other "
+                            "kind(s)")
+            break
+        first = next(iter(texts))
+        more = f"; {len(texts) - 1} more like it" if len(texts) > 1 else ""
+        _say("warning", f"{first} ({category.__name__}{more})")
 
 
 def _error_message(exc):
