@@ -207,3 +207,19 @@ def test_auto_noise_var_on_housing_matches_the_loo_choice():
     for scale in (1.0, 100.0):
         res = ridge_path(Z, scale * y, DEFAULT_LAMS, B0=B0, noise_var="auto")
         assert res["best_lam"] == res["best_lam_loo"] == 1.0
+
+
+def test_targets_too_large_to_square_are_one_line_not_an_arbitrary_best():
+    # issue 41: y near 1e300 gave an all-inf criterion, an arbitrary best and only
+    # numpy's overflow warnings
+    import warnings
+
+    from kernelcv.reports.hypothetical import run_hypothetical
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = 1e300 * X[:, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no overflow warning before the error
+        with pytest.raises(KernelCVError, match="y's values reach .*subtract its mean"):
+            run_hypothetical((X, y), model="ridge", loo=False)

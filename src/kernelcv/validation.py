@@ -99,10 +99,10 @@ def check_scale(X, name: str = "X") -> None:
     values = X.data if sp.issparse(X) else np.asarray(X)
     largest = float(np.max(np.abs(values))) if values.size else 0.0
     if largest > SCALE_LIMIT:
+        which = "each feature's mean, divide by its" if name == "X" else "its mean, divide by its"
         raise KernelCVError(
             f"{name}'s values reach {largest:.3g}: squares and products of values this "
-            "large overflow float64; standardize it (subtract each feature's mean, divide by "
-            "its standard deviation)")
+            f"large overflow float64; standardize it (subtract {which} standard deviation)")
 
 
 def as_2d_float(X, source: str = ""):

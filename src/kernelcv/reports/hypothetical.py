@@ -96,6 +96,10 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
     X = np.asarray(dense_array(X, f"kernelcv hypothetical on {source}", memory_budget),
                    dtype=np.float64)
     check_scale(X)
+    if model == "ridge":  # regression targets are squared too (the SVMs take labels)
+        targets = np.asarray(y, dtype=np.float64)
+        if targets.size and np.all(np.isfinite(targets)):
+            check_scale(targets.reshape(-1, 1), "y")
     start = time.perf_counter()
     if model == "ridge":
         Z, B0 = intercept_design(X)
