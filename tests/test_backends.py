@@ -306,3 +306,23 @@ def test_cluster_without_workers_fails_with_clear_error(monkeypatch):
             list(run_tasks(evaluate, TASKS, shared=SHARED, scheduler=empty.scheduler_address))
         # the client opened from the address was closed
         assert wait_for(lambda: set(empty.scheduler.clients) <= {"fire-and-forget"})
+
+
+def die_in_the_worker(X, y, gamma, shift):
+    """A task whose worker process dies (as one killed for memory)."""
+    import os
+
+    os._exit(1)
+
+
+def test_a_worker_lost_during_the_search_is_one_kernelcv_error():
+    # issue 41: a lost Dask worker during select --scheduler was a distributed traceback
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                      dashboard_address=":0") as small:
+            with pytest.raises(KernelCVError, match="lost a worker or its scheduler"):
+                list(run_tasks(die_in_the_worker, TASKS, shared=SHARED,
+                               scheduler=small.scheduler_address))

@@ -42,7 +42,12 @@ from typing import Any
 
 from kernelcv.exceptions import KernelCVError
 
-__all__ = ["BACKENDS", "DASK_CONNECT_TIMEOUT", "run_tasks"]
+__all__ = ["BACKENDS", "DASK_CONNECT_TIMEOUT", "LOST_CLUSTER", "run_tasks"]
+
+# Errors by which distributed reports a lost worker or scheduler (by class name: they live
+# in modules that differ between its releases).
+LOST_CLUSTER = ("FutureCancelledError", "CancelledError", "KilledWorker", "CommClosedError",
+                "TimeoutError")
 
 #: Names accepted by the ``backend`` argument of :func:`run_tasks`.
 BACKENDS = ("auto", "sequential", "loky", "threading", "dask")
@@ -439,7 +444,16 @@ def _run_dask(function, tasks, shared, scheduler, distributed):
         pending = set(futures)
         for future in distributed.as_completed(futures, loop=client.loop):
             pending.discard(future)
-            index, result = future.result()
+            try:
+                index, result = future.result()
+            except Exception as exc:
+                if type(exc).__name__ in LOST_CLUSTER:
+                    raise KernelCVError(
+                        "the Dask cluster lost a worker or its scheduler during the search "
+                        f"({_one_line(exc)}); nothing was written: rerun (with --checkpoint "
+                        "the finished kernel settings are kept), with more memory per "
+                        "worker if one was killed for memory") from None
+                raise
             future.release()  # the worker may drop the result now that we have it
             yield index, result
     finally:
