@@ -62,7 +62,10 @@ bench-rff-large: $(STAMP)
 
 # The spectral engine (one eigh per kernel) vs bif, exact, GridSearchCV and Halving (SVC).
 bench-spectral: $(STAMP)
-	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) benchmarks/bench_spectral.py
+	mkdir -p bench-results
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) benchmarks/bench_spectral.py \
+		--sizes 569 1000 2000 4000 --methods spectral bif \
+		--json bench-results/spectral.json --png docs/figures/spectral_scaling.png
 
 bench-papers: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m kernelcv bench --quick --out bench-results

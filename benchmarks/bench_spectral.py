@@ -17,6 +17,7 @@ and its CV error, and the largest difference of spectral's CV errors from exact 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import numpy as np
@@ -61,6 +62,8 @@ def run(n, machine, methods, gammas, lam_exponents, peers):
         tic = time.perf_counter()
         HalvingGridSearchCV(SVC(), grid, cv=split, random_state=0).fit(X, y)
         rows["Halving"] = (time.perf_counter() - tic, None, None, None)
+    record = {"n": n, "machine": machine,
+              "seconds": {name: row[0] for name, row in rows.items()}}
     base = rows.get("spectral", (None,))[0]
     print(f"\nn = {n}, {machine}, {len(gammas)} gamma x {len(lams)} lam, 10 folds")
     for name, (seconds, best, error, _) in rows.items():
@@ -72,6 +75,29 @@ def run(n, machine, methods, gammas, lam_exponents, peers):
         a, b = rows["spectral"][3], rows["exact"][3]
         print(f"  largest |spectral - exact| CV error: "
               f"{max(abs(a[k] - b[k]) for k in a):.2e}")
+    return record
+
+
+def plot(records, path):
+    """Seconds against n, log-log, one line per tool (matplotlib)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    tools = sorted({tool for r in records for tool in r["seconds"]})
+    for tool in tools:
+        points = sorted((r["n"], r["seconds"][tool]) for r in records if tool in r["seconds"])
+        ax.plot(*zip(*points, strict=True), marker="o", label=tool)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("training rows n")
+    ax.set_ylabel("seconds (one BLAS thread)")
+    ax.set_title(f"{records[0]['machine']}: the whole grid, same folds")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 def main():
@@ -84,10 +110,16 @@ def main():
                         default=[2.0**k for k in range(-9, -2, 2)])
     parser.add_argument("--lams", type=int, nargs="+", default=list(range(-3, 12, 2)),
                         help="exponents i of lam = 2^i / n")
+    parser.add_argument("--json", help="write the seconds of every run to this file")
+    parser.add_argument("--png", help="plot seconds against n into this file")
     args = parser.parse_args()
-    for n in args.sizes:
-        for machine in args.machines:
-            run(n, machine, args.methods, args.gammas, args.lams, args.peers)
+    records = [run(n, machine, args.methods, args.gammas, args.lams, args.peers)
+               for n in args.sizes for machine in args.machines]
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(records, handle, indent=1)
+    if args.png:
+        plot(records, args.png)
 
 
 if __name__ == "__main__":
