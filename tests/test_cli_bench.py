@@ -248,3 +248,22 @@ def test_longer_run_extends_a_shorter_one_and_data_changes_are_not_reused(
     (other / "libsvm" / "pyrim_scale.svm").write_text(data_file.read_text())
     assert _bench("--data-dir", str(other), *args[2:]) == 2
     assert "--fresh" in capsys.readouterr().err
+
+
+def test_the_side_by_side_verdict_table_is_printed_not_only_written():
+    # issue 41 item 6: the verdicts were in the files only
+    from kernelcv.cli.bench import render
+
+    cells = [{"paper": "BIF", "table": "2", "dataset": "heart", "criterion": "bif-5",
+              "paper_mean": 16.3, "paper_std": 2.1, "ours_mean": 17.0, "ours_std": 1.9,
+              "n_splits": 3, "verdict": "within"},
+             {"paper": "GS", "table": "1", "dataset": "sonar", "criterion": "eps-bif",
+              "paper_mean": 12.0, "paper_std": 1.0, "ours_mean": 15.5, "ours_std": 2.0,
+              "n_splits": 3, "verdict": "worse"}]
+    report = {"mode": "quick", "tables": [], "timings": {"total_seconds": 1.0},
+              "speed": [], "files": ["bench-results/bench.md"], "protocol": "paper",
+              "papers": {"cells": cells, "within": 1, "better": 0, "worse": 1}}
+    lines = render(report).splitlines()
+    header = next(i for i, line in enumerate(lines) if "verdict" in line and "paper" in line)
+    assert "BIF T2" in lines[header + 1] and lines[header + 1].rstrip().endswith("within")
+    assert "sonar" in lines[header + 2] and lines[header + 2].rstrip().endswith("worse")

@@ -186,5 +186,20 @@ def render(report, args=None):
                      f"within, {papers['better']} better, {papers['worse']} worse "
                      f"({100 * (papers['within'] + papers['better']) / total:.0f} % within "
                      f"or better; protocol {report['protocol']})")
+        lines.extend(_verdict_table(papers["cells"]))
     lines.append("files: " + ", ".join(report["files"]))
     return "\n".join(lines)
+
+
+def _verdict_table(cells) -> list[str]:
+    """The papers' cells beside ours, one line each: paper table, data set, criterion,
+    the paper's mean +- std, ours (splits) and the verdict."""
+    rows = [(f"{c['paper']} T{c['table']}", str(c["dataset"]), str(c["criterion"]),
+             f"{c['paper_mean']:.3g} ± {c['paper_std']:.2g}",
+             f"{c['ours_mean']:.3g} ± {c['ours_std']:.2g} ({c['n_splits']})",
+             str(c["verdict"])) for c in cells]
+    header = ("paper", "data", "criterion", "paper mean ± std", "ours (splits)", "verdict")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return ["    " + "  ".join(f"{value:<{width}}" for value, width in
+                                zip(row, widths, strict=True)).rstrip()
+            for row in [header, *rows]]
