@@ -377,3 +377,16 @@ def test_halving_leaves_the_majority_class_for_the_full_grids_best():
     chosen = halved.candidates[halved.best_index]["exact_error"]
     assert chosen < np.mean(y > 0) - 0.02
     assert chosen == pytest.approx(full.candidates[full.best_index]["exact_error"], abs=1e-12)
+
+
+def test_a_screened_search_s_progress_ends_complete():
+    # issue 40: the bar ended at 19/195 (the walk's done against the whole grid)
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(60, 2))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    calls = []
+    grid_search(X, y, "l2svm", gammas=[2.0**k for k in range(-6, 3)],
+                lams=[2.0**i / 60 for i in range(-3, 12)], folds=4, screen="coarse",
+                progress=lambda stage, done, total: calls.append((stage, done, total)))
+    screen = [call for call in calls if call[0] == "screen"]
+    assert screen and screen[-1][1] == screen[-1][2] < 9 * 15

@@ -352,8 +352,13 @@ def evaluate_grid(settings, setting_lams, shared, execution, screening, store, s
     per setting, the refinement rounds of a walk (0 for the full grid) and notes.
     """
     if screening.enabled:
-        return _screened_grid(settings, setting_lams, shared, execution, screening,
-                              subsample)
+        per_setting, rounds, notes = _screened_grid(settings, setting_lams, shared,
+                                                    execution, screening, subsample)
+        # the walk's total was the grid's, which it never meant to reach: the progress
+        # ends at what was evaluated (it showed 19/195 when done)
+        evaluated = sum(len(records) for records in per_setting.values())
+        execution.report("screen", evaluated, evaluated)
+        return per_setting, rounds, notes
     return _full_grid(settings, setting_lams, shared, execution, store), 0, []
 
 
