@@ -194,6 +194,17 @@ class SpectralCV:
             F_c = F[rows, c]
             b[c] = central_intercept(loss, Y[rows, p_of[c]], F_c - b[c], b[c])
 
+    def _finish_by_newton(self, c, alpha, b, y, lam, loss, retained, cold=False):
+        """Column ``c`` solved exactly by the primal Newton solver on its retained rows
+        (from the MM iterate, or from zero with ``cold``); ``alpha`` and ``b`` in place."""
+        rows = np.flatnonzero(retained)
+        start = {} if cold else {"alpha0": alpha[rows, c], "intercept0": float(b[c])}
+        fit = fit_kernel_machine(self.K[np.ix_(rows, rows)], y[rows], lam, loss,
+                                 fit_intercept=self.fit_intercept, **start)
+        alpha[:, c] = 0.0
+        alpha[rows, c] = fit.alpha
+        b[c] = fit.intercept
+
     def solve(self, y, lams, loss, *, extra=None, tol=TOLERANCE, max_steps=MAX_STEPS
               ) -> SpectralSolution:
         """Every fold's model for every lam and target column.
@@ -235,35 +246,24 @@ class SpectralCV:
                                tol, max_steps)
         refitted = np.zeros(C, dtype=bool)
         refitted[moving] = True
-        # A training part whose targets are all equal (one class in it) has a whole
-        # interval of optimal intercepts with alpha = 0; the Newton solver's choice is
-        # the refits', so it takes those columns too (rare, and cheap: nothing active).
-        if self.fit_intercept:
-            constant = [c for c in range(C) if c not in set(moving.tolist())
-                        and np.ptp(Y[~held_out[:, c], p_of[c]]) == 0]
-            moving = np.concatenate([moving, np.asarray(constant, dtype=moving.dtype)])
-        # The fold-out coefficients in optimality form, their intercepts, and the direct
-        # held-out values.
+        # The fold-out coefficients in optimality form and their intercepts.
         g, _h = loss.derivatives(Y[:, p_of], F)
         g[held_out] = 0.0
         alpha = -g / (2.0 * m_of * lams[l_of])[None, :]
         b = np.zeros(C)
+        one_class = np.zeros(C, dtype=bool)
         if self.fit_intercept:
             _f, b = self._ridge_solve(F - g / M, rho_all)
             self._centre_flat_intercepts(F, b, Y, p_of, held_out, loss, moving)
-        one_target = set(constant) if self.fit_intercept else set()
-        for c in moving:  # not converged (or one class): finished by the Newton solver
-            rows = np.flatnonzero(~held_out[:, c])
-            # a one-class part starts where the refits do (zero), so that it ends at
-            # their end of the interval of optimal intercepts
-            start = ({} if c in one_target
-                     else {"alpha0": alpha[rows, c], "intercept0": float(b[c])})
-            fit = fit_kernel_machine(self.K[np.ix_(rows, rows)], Y[rows, p_of[c]],
-                                     float(lams[l_of[c]]), loss,
-                                     fit_intercept=self.fit_intercept, **start)
-            alpha[:, c] = 0.0
-            alpha[rows, c] = fit.alpha
-            b[c] = fit.intercept
+            # A training part whose targets are all equal (one class) has a whole
+            # interval of optimal intercepts with alpha = 0: the Newton solver's choice
+            # (the refits') is taken, from its cold start (rare, and cheap).
+            one_class = np.array([np.ptp(Y[~held_out[:, c], p_of[c]]) == 0
+                                  for c in range(C)])
+            one_class[moving] = False
+        for c in np.concatenate([moving, np.flatnonzero(one_class)]):
+            self._finish_by_newton(c, alpha, b, Y[:, p_of[c]], float(lams[l_of[c]]), loss,
+                                   ~held_out[:, c], cold=bool(one_class[c]))
         predictions = np.empty((n, P, L))
         A = alpha.reshape(n, P, L, t)
         for i, rows in enumerate(self.folds):
