@@ -299,3 +299,17 @@ def test_a_multiclass_search_by_spectral_scores_as_refit_cv(strategy):
     a = {(c["gamma"], c["lam"]): c["cv_error"] for c in spectral.candidates}
     b = {(c["gamma"], c["lam"]): c["cv_error"] for c in exact.candidates}
     assert a == pytest.approx(b, abs=1e-12)
+
+
+def test_cli_cv_spectral_equals_exact(tmp_path, capsys):
+    X, y = _problem(50, 3, 61, regression=False)
+    path = tmp_path / "data.svm"
+    dump_svmlight_file(X, y, str(path))
+    reports = {}
+    for method in ("spectral", "exact"):
+        code = main(["cv", str(path), "--machine", "svm", "--gamma", "0.5", "--lam", "0.01",
+                     "--folds", "5", "--method", method, "--json"])
+        assert code == 0
+        reports[method] = json.loads(capsys.readouterr().out)
+    assert reports["spectral"]["method"] == "spectral"
+    assert reports["spectral"]["cv_error"] == pytest.approx(reports["exact"]["cv_error"])
