@@ -184,3 +184,23 @@ def test_a_file_the_user_put_in_place_after_the_kill_is_kept(out):
     io.check_writable_folder(out, tuple(NEW))
     assert (out / "b.png").read_bytes() == b"the user's own b.png"
     assert (out / "report.json").read_bytes() == OLD["report.json"]  # the rest undone
+
+
+def test_a_neighbour_folder_s_staging_is_not_undone_into_this_one(tmp_path):
+    # a run into `res` took `.res.a.*.tmp` (the staging folder of `res.a`, killed
+    # between its moves) for its own and put res.a's old file over res/report.json
+    res, res_a = tmp_path / "res", tmp_path / "res.a"
+    io.write_all(res, {"report.json": b"OLD res\n"})
+    io.write_all(res_a, OLD)
+    _kill_during_moves(res_a, 1)  # report.json moved aside, killed
+    io.write_all(res, {"other.txt": b"x"})
+    assert (res / "report.json").read_bytes() == b"OLD res\n"
+    io.check_writable_folder(res_a, tuple(NEW))  # res.a's own next run undoes it
+    assert _tree(res_a) == OLD
+
+
+def test_a_file_written_over_a_moved_aside_one_is_not_overwritten(out):
+    _kill_during_moves(out, 1)  # the old report.json moved aside, killed before the new
+    (out / "report.json").write_bytes(b"the user's own report")
+    io.check_writable_folder(out, tuple(NEW))
+    assert (out / "report.json").read_bytes() == b"the user's own report"

@@ -61,8 +61,9 @@ def make_staging_folder(folder, names) -> str:
             raise
         staging = tempfile.mkdtemp(dir=folder, prefix=f".kernelcv.{token}.", suffix=".tmp")
     try:
-        with open(os.path.join(staging, OWNER), "w", encoding="ascii") as handle:
+        with open(os.path.join(staging, OWNER), "w", encoding="utf-8") as handle:
             handle.write(f"{os.getpid()} {socket.gethostname()} {os.getuid()} {token}\n")
+            handle.write(f"@ {os.path.abspath(folder)}\n")  # the run's output folder
             handle.writelines(f"{name}\n" for name in names)
     except BaseException:  # a full disk: the caller never learns the folder's name
         shutil.rmtree(staging, ignore_errors=True)
@@ -93,7 +94,7 @@ def clean_stale(folder) -> None:
     folder = os.path.abspath(os.fspath(folder))
     parent, name = os.path.split(folder)
     # killed right after its rename: the owner file is inside the output folder itself
-    if _dead_owner(folder, orphan=False, token_in_name=False) is not None:
+    if _dead_owner(folder, orphan=False, token_in_name=False, folder=folder) is not None:
         with contextlib.suppress(OSError):
             os.remove(os.path.join(folder, OWNER))
     for where, prefix in ((parent, f".{name}."), (folder, ".kernelcv.")):
@@ -104,7 +105,7 @@ def clean_stale(folder) -> None:
         for entry in entries:
             path = os.path.join(where, entry)
             if entry.startswith(prefix) and entry.endswith(".tmp") and os.path.isdir(path):
-                owner = _dead_owner(path)
+                owner = _dead_owner(path, folder=folder)
                 if owner is not None:
                     _undo(path, folder, owner)
 
@@ -118,14 +119,16 @@ def _ours(path) -> bool:
     return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
 
 
-def _dead_owner(path, orphan=True, token_in_name=True):
+def _dead_owner(path, orphan=True, token_in_name=True, folder=None):
     """``(description, output names, {name: (device, inode, size, mtime_ns)})`` when the
     folder is the
     staging folder of a run of this user on this host that is over, else None.
 
     Its owner file must be this user's, name this user and host and a process that no
     longer runs, and (``token_in_name``) carry the random token of the folder's name:
-    a folder that merely looks like one (or another user's) is never touched. With
+    a folder that merely looks like one (or another user's) is never touched, nor one
+    whose record names another output folder than ``folder`` (``.res.a.*`` beside
+    ``res`` is ``res.a``'s, not ``res``'s). With
     ``orphan``, an empty folder of this user with no owner file (a kill between its
     creation and the owner file) counts once it is :data:`ORPHAN_AGE` old; one with
     anything in it is left alone.
@@ -160,7 +163,10 @@ def _dead_owner(path, orphan=True, token_in_name=True):
     pid = int(pid_text)
     if pid == os.getpid() or _alive(pid):
         return None
-    names = [line for line in lines if line and not line.startswith("= ")]
+    recorded = next((line[2:] for line in lines if line.startswith("@ ")), None)
+    if folder is not None and recorded != os.path.abspath(os.fspath(folder)):
+        return None
+    names = [line for line in lines if line and not line.startswith(("= ", "@ "))]
     inodes = {}
     for line in lines:
         if line.startswith("= "):
@@ -202,6 +208,10 @@ def _undo(path, folder, owner):
         target, kept = os.path.join(folder, name), os.path.join(previous, name)
         try:
             if os.path.lexists(kept):
+                # over nothing, or over the killed run's own new file; never over a file
+                # someone wrote there since
+                if os.path.lexists(target) and not _is_staged(target, inodes.get(name)):
+                    continue
                 os.replace(kept, target)
                 restored.append(name)
             elif not os.path.lexists(os.path.join(path, name)) and _is_staged(target,
