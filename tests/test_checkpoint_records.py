@@ -342,3 +342,30 @@ def test_a_consistent_forgery_with_a_recomputed_checksum_does_not_choose(problem
     assert worst_error > 0 and resumed.best_index != worst
     assert any("recomputed by exact refit CV in this run" in note for note in resumed.notes)
     assert any("differs from the recomputed" in note for note in resumed.notes)
+
+
+def test_a_forged_confirmation_does_not_choose_a_resumed_gacv_search(tmp_path):
+    # GACV's scores are not errors: the recomputation was skipped for it, and a
+    # re-signed confirmation with cv_error 0 chose the model
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=80) > 0, 1, -1)
+    path = tmp_path / "g.ckpt"
+    options = dict(gammas=[0.1, 1.0], lams=[1e-3, 1e-2, 1e-1], folds=5, method="gacv",
+                   checkpoint=path, confirm=3)
+    reference = grid_search(X, y, "svm", **options)
+    lines = path.read_text().splitlines()
+    key = json.loads(lines[0])["fingerprint"]
+    forged = None
+    for number, line in enumerate(lines[1:], start=1):
+        entry = json.loads(line)
+        if entry.get("confirm") not in (None, reference.best_index) and forged is None:
+            forged = entry["confirm"]
+            entry["exact"]["cv_error"] = 0.0
+            entry["exact"]["fold_errors"] = [0.0] * len(entry["exact"]["fold_errors"])
+            lines[number] = json.dumps(_resign(entry, key))
+    assert forged is not None
+    path.write_text("\n".join(lines) + "\n")
+    resumed = grid_search(X, y, "svm", **options)
+    assert resumed.best_index == reference.best_index != forged
+    assert any("differs from the recomputed" in note for note in resumed.notes)

@@ -253,7 +253,9 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     resume_notes = []
     from_checkpoint = {i for i, c in enumerate(candidates)
                        if c["setting"] in resumed_settings or i in resumed_confirmations}
-    if from_checkpoint and chosen is None and method.score_is_error:
+    # the values a choice is made on are exact ones: an exact method's scores, or the
+    # confirmations of a safeguarded one (GACV's too, whose own scores are not errors)
+    if from_checkpoint and chosen is None and (method.exact or method.safeguarded):
         best_index, confirmed, resume_notes = recompute_resumed_choice(
             candidates, best_index, from_checkpoint, method, average, shared, execution,
             confirmed, rechecked)
