@@ -82,3 +82,24 @@ def test_regressors_have_no_probabilities():
     search = KernelSearchCV("krr", {"lam": [1e-2], "gamma": [0.5]}, cv=4).fit(X, X[:, 0])
     with pytest.raises(AttributeError, match="classifier"):
         search.predict_proba(X)
+
+
+def test_uninformative_scores_still_put_the_predicted_class_on_top():
+    # a fitted scale of 0 (noise scores) gave uniform rows whose first arg-max was not
+    # the predicted class: 63 of 300 one-vs-one rows disagreed
+    from kernelcv.estimators._calibration import fit_pair_scale, fit_score_scale
+    from kernelcv.machines.multiclass import predict_codes
+
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(300, 3))
+    codes = rng.integers(0, 3, 300)
+    pairs = fit_pair_scale(values, codes, 3)
+    p = pairs.probabilities(values)
+    assert np.array_equal(p.argmax(axis=1), predict_codes(values, 3, "ovo"))
+    assert np.allclose(p.sum(axis=1), 1.0)
+    f = rng.normal(size=300)
+    anti = fit_score_scale(f, (f < 0).astype(int))  # scale 0: probabilities 1/2
+    assert anti.scale == pytest.approx(0.0, abs=1e-6)
+    assert np.array_equal(anti.probabilities(f).argmax(axis=1), (f > 0).astype(int))
+    ovr = fit_score_scale(values, codes)
+    assert np.array_equal(ovr.probabilities(values).argmax(axis=1), values.argmax(axis=1))

@@ -45,7 +45,11 @@ class ScoreScale:
         """(n, k) class probabilities: ``scores`` is (n,) for two classes (positive means
         the second class), else (n, k) class scores."""
         scores = np.asarray(scores, dtype=np.float64)
-        return np.exp(_log_probabilities(scores, self.scale))
+        p = np.exp(_log_probabilities(scores, self.scale))
+        # the predicted class (f > 0 for two classes, else the largest score)
+        predicted = (scores > 0).astype(np.intp) if scores.ndim == 1 \
+            else np.argmax(scores, axis=1)
+        return _predicted_on_top(p, predicted)
 
 
 def fit_score_scale(scores, codes) -> ScoreScale:
@@ -87,12 +91,7 @@ class PairScale:
         votes, values = _votes_and_values(machine_values, self.n_classes)
         p = np.exp(log_softmax(self.vote_scale * votes + self.value_scale * values, axis=1))
         predicted = np.argmax(votes + values / (3.0 * (np.abs(values) + 1.0)), axis=1)
-        likeliest = np.argmax(p, axis=1)
-        rows = np.flatnonzero(predicted != likeliest)
-        top = p[rows, likeliest[rows]]
-        p[rows, likeliest[rows]] = p[rows, predicted[rows]]
-        p[rows, predicted[rows]] = top
-        return p
+        return _predicted_on_top(p, predicted)
 
 
 def fit_pair_scale(machine_values, codes, n_classes: int) -> PairScale:
@@ -128,3 +127,20 @@ def _votes_and_values(machine_values, k):
             votes[:, i] += value <= 0
             p += 1
     return votes, values
+
+
+def _predicted_on_top(p, predicted) -> np.ndarray:
+    """``p`` with each row's ``predicted`` class the strictly most probable (the first
+    arg-max): where another class is likelier, the two swap probabilities; where the
+    predicted class only ties with one before it (a scale of 0 gives uniform rows), it
+    takes a share of ``1e-9`` of the others, renormalised. In place; returns ``p``."""
+    likeliest = np.argmax(p, axis=1)
+    swap = np.flatnonzero(likeliest != predicted)
+    top = p[swap, likeliest[swap]]
+    p[swap, likeliest[swap]] = p[swap, predicted[swap]]
+    p[swap, predicted[swap]] = top
+    tied = np.flatnonzero(np.argmax(p, axis=1) != predicted)
+    if tied.size:
+        p[tied] *= 1.0 - 1e-9
+        p[tied, predicted[tied]] += 1e-9
+    return p
