@@ -153,3 +153,19 @@ def test_refit_callable_picks_the_refitted_candidate_as_gridsearchcv(cancer):
     assert np.allclose(search.predict_proba(X).sum(axis=1), 1.0)
     with pytest.raises(KernelCVError, match="refit callable"):
         KernelSearchCV(SVC(), grid, cv=4, refit=lambda results: 99).fit(X, y)
+
+
+def test_a_refit_callable_may_pick_a_candidate_screening_left_out(cancer):
+    # it was a KeyError (the calibration looked the pick up among evaluated candidates)
+    X, y = cancer
+    X = StandardScaler().fit_transform(X)
+    grid = {"C": [2.0**k for k in range(-2, 12, 2)], "gamma": [2.0**k for k in range(-12, 2, 2)]}
+
+    def first_left_out(results):
+        return int(np.flatnonzero(results["status"] == "screened out")[0])
+
+    search = KernelSearchCV(SVC(), grid, cv=4, screen="coarse", refit=first_left_out)
+    search.fit(X, y)
+    assert search.cv_results_["status"][search.best_index_] == "screened out"
+    p = search.predict_proba(X)
+    assert np.array_equal(search.classes_[p.argmax(axis=1)], search.predict(X))

@@ -430,7 +430,11 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.refit_time_ = time.perf_counter() - refit_tic
         self.calibration_ = None
         if classifier and not rff:
-            self.calibration_ = _calibrate_search(result, lookup[keys[self.best_index_]],
+            key = keys[self.best_index_]
+            # a refit callable may pick a candidate the screening never evaluated
+            candidate = (result.candidates[lookup[key]] if key in lookup
+                         else {**dict(key[0]), "lam": key[1], "n_folds": self.n_splits_})
+            self.calibration_ = _calibrate_search(result, lookup.get(key), candidate,
                                                   X_checked, np.asarray(y))
 
     # ------------------------------------------------------------------ predict
@@ -543,12 +547,11 @@ def _class_codes(y) -> np.ndarray:
     return np.unique(np.asarray(y), return_inverse=True)[1].astype(np.intp)
 
 
-def _calibrate_search(result, index, X_checked, y) -> ScoreScale | PairScale:
-    """The probability scale from the out-of-fold decision values of the search's
-    candidate ``index`` (the chosen one): its confirmation's, or one exact refit CV of it
-    when the search made none (t fits)."""
-    best = result.candidates[index]
-    values = result.exact_values.get(index)
+def _calibrate_search(result, index, best, X_checked, y) -> ScoreScale | PairScale:
+    """The probability scale from the out-of-fold decision values of the chosen
+    candidate ``best`` (the search's candidate ``index``, or None if it evaluated none):
+    its confirmation's, or one exact refit CV of it when the search made none (t fits)."""
+    values = None if index is None else result.exact_values.get(index)
     machine = result.machine_spec
     if values is None:
         _, y_encoded, _ = check_data(X_checked, y, True, multiclass=True)
