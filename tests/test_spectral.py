@@ -313,3 +313,21 @@ def test_cli_cv_spectral_equals_exact(tmp_path, capsys):
         reports[method] = json.loads(capsys.readouterr().out)
     assert reports["spectral"]["method"] == "spectral"
     assert reports["spectral"]["cv_error"] == pytest.approx(reports["exact"]["cv_error"])
+
+
+def test_held_out_values_stay_exact_at_very_small_lam():
+    # alpha = -loss'/(2 m lam) multiplied the iterate's error by 1/lam: a poly kernel at
+    # lam = 1e-6 was 7e-3 off (scale 24); the iterate's own held-out values are taken
+    from sklearn.metrics.pairwise import polynomial_kernel
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    y = np.where(X[:, 0] * X[:, 1] + 0.5 * rng.normal(size=200) > 0, 1.0, -1.0)
+    folds = np.random.default_rng(1).permutation(np.arange(200) % 5)
+    K = polynomial_kernel(X, degree=3, coef0=1, gamma=0.5)
+    machine = make_machine("l2svm")
+    for lam in (1e-6, 1e-5):
+        ev = spectral_evaluations(K, y, folds, [lam], machine)[0]
+        exact = evaluate_lam(K, y, folds, lam, machine, "exact")
+        scale = float(np.abs(exact.predictions).max())
+        assert np.max(np.abs(ev.predictions - exact.predictions)) <= 1e-6 * scale

@@ -26,9 +26,13 @@ column leaves the batch once its step changes f by less than ``tol * max(1, max 
 a column still moving after ``max_iter`` steps is refitted by the primal Newton solver
 (:func:`kernelcv.machines.solver.fit_kernel_machine`), started from the MM iterate.
 
-Held-out values are formed directly, ``f_{-S}(x_j) = K_{j,R} alpha_R + b`` with the
-optimality form ``alpha_R = -loss'(y_R, f_R) / (2 m lam)``, not as a difference of the
-full fit and a correction, so they stay accurate at tiny kernel widths.
+A held-out value is the iterate's own ``f_j`` (accurate to the stopping tolerance), or,
+where the row's kernel mass off its fold ``|K_{j,R}|_1`` is below ``rho`` (tiny kernel
+widths, where ``f_j`` would be rounding noise), formed directly as
+``K_{j,R} alpha_R + b`` with the optimality form ``alpha_R = -loss'(y_R, f_R) / (2 m
+lam)`` (whose error is the iterate's times ``|K_{j,R}|_1 / rho``: the rule takes the
+smaller). Columns finished by the Newton solver use the direct form. Extra points use
+the direct form.
 
 Eigenpairs with ``s_j <= n eps max(s)`` (rounding noise of ``eigh``) are dropped: they add
 nothing to f, and their share of the intercept is ``(1' z - u_r' z_hat_r) / rho`` with
@@ -122,6 +126,7 @@ class SpectralCV:
         self.s = np.ascontiguousarray(eigenvalues[keep][::-1])
         self.Q = np.ascontiguousarray(Q[:, keep][:, ::-1])
         self.u = self.Q.T @ np.ones(self.n)
+        self._nonnegative = bool(K.min() >= 0) if self.n else True
         self.retained = np.array([self.n - f.size for f in self.folds], dtype=np.float64)
 
     @property
@@ -194,6 +199,30 @@ class SpectralCV:
             F_c = F[rows, c]
             b[c] = central_intercept(loss, Y[rows, p_of[c]], F_c - b[c], b[c])
 
+    def _prefer_iterate(self, predictions, F, rho_all, finished, P, L, t):
+        """Take the MM iterate's own held-out values where they are the more accurate.
+
+        The direct form ``K_{j,R} alpha_R + b`` carries the iterate's error times
+        ``|K_{j,R}|_1 / rho`` (alpha = -loss'/(2 m lam) divides by lam), the iterate's
+        value F_j only that error: so F_j is taken where the row's retained kernel mass
+        ``|K_{j,R}|_1`` reaches ``rho`` (small lam), the direct form where it does not
+        (tiny kernel widths, where F_j would be rounding noise). Columns the Newton
+        solver finished keep the direct form (their alpha is exact). O(n^2).
+        """
+        absolute = self.K if self._nonnegative else np.abs(self.K)
+        mass = np.empty(self.n)
+        for rows in self.folds:  # each row's kernel mass off its own fold
+            mass[rows] = absolute[rows].sum(axis=1) - absolute[np.ix_(rows, rows)].sum(axis=1)
+        own = F.reshape(self.n, P, L, t)
+        rho = rho_all.reshape(P, L, t)
+        keep = np.zeros((P, L, t), dtype=bool)
+        keep.reshape(-1)[finished] = True
+        for i, rows in enumerate(self.folds):
+            use = (mass[rows][:, None, None] >= rho[None, :, :, i]) & ~keep[None, :, :, i]
+            block = predictions[rows]
+            block[use] = own[rows, :, :, i][use]
+            predictions[rows] = block
+
     def _finish_by_newton(self, c, alpha, b, y, lam, loss, retained, cold=False):
         """Column ``c`` solved exactly by the primal Newton solver on its retained rows
         (from the MM iterate, or from zero with ``cold``); ``alpha`` and ``b`` in place."""
@@ -254,14 +283,18 @@ class SpectralCV:
         one_class = np.zeros(C, dtype=bool)
         if self.fit_intercept:
             _f, b = self._ridge_solve(F - g / M, rho_all)
-            self._centre_flat_intercepts(F, b, Y, p_of, held_out, loss, moving)
+            F = F - b[None, :]  # the iterate without its intercept: F + b is its value
+            self._centre_flat_intercepts(F + b[None, :], b, Y, p_of, held_out, loss,
+                                         moving)
+            F = F + b[None, :]  # with the (possibly centred) intercept
             # A training part whose targets are all equal (one class) has a whole
             # interval of optimal intercepts with alpha = 0: the Newton solver's choice
             # (the refits') is taken, from its cold start (rare, and cheap).
             one_class = np.array([np.ptp(Y[~held_out[:, c], p_of[c]]) == 0
                                   for c in range(C)])
             one_class[moving] = False
-        for c in np.concatenate([moving, np.flatnonzero(one_class)]):
+        finished = np.concatenate([moving, np.flatnonzero(one_class)])
+        for c in finished:
             self._finish_by_newton(c, alpha, b, Y[:, p_of[c]], float(lams[l_of[c]]), loss,
                                    ~held_out[:, c], cold=bool(one_class[c]))
         predictions = np.empty((n, P, L))
@@ -271,6 +304,7 @@ class SpectralCV:
                                           optimize=True)
         B = b.reshape(P, L, t)
         predictions += B[:, :, self.fold_ids].transpose(2, 0, 1)
+        self._prefer_iterate(predictions, F, rho_all, finished, P, L, t)
         B = B[:, :, :self.t] if full else B
         extra_predictions = None
         if extra is not None:
