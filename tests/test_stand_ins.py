@@ -169,3 +169,17 @@ def test_a_refit_callable_may_pick_a_candidate_screening_left_out(cancer):
     assert search.cv_results_["status"][search.best_index_] == "screened out"
     p = search.predict_proba(X)
     assert np.array_equal(search.classes_[p.argmax(axis=1)], search.predict(X))
+
+
+def test_scikit_learn_kernel_names_in_the_grid_and_numpy_numbers():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 2))
+    y = X[:, 0] + 0.1 * rng.normal(size=50)
+    search = KernelSearchCV(KernelRidge(kernel="rbf"),
+                            {"kernel": ["laplacian", "polynomial"], "alpha": [0.1, 1.0],
+                             "gamma": [0.5]}, cv=3).fit(X, y)
+    assert search.best_params_["kernel"] in ("laplacian", "polynomial")  # as given
+    assert search.best_estimator_.kernel in ("laplace", "poly")
+    classes = np.where(y > 0, 1, 0)
+    search = KernelSearchCV(SVC(C=np.int64(2)), {"gamma": [0.5]}, cv=3).fit(X, classes)
+    assert search.best_estimator_.lam == pytest.approx(1.0 / (2 * 50 * 2))

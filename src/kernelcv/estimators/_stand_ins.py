@@ -21,6 +21,7 @@ precomputed kernel, a callable kernel) are refused with the reason, never ignore
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 from sklearn.kernel_ridge import KernelRidge
@@ -71,7 +72,7 @@ def stand_in(estimator, n_samples: int) -> StandIn | None:
                                 "coef0 instead")
         params = _kernel_params(estimator, "KernelRidge")
         alpha = estimator.alpha
-        if not isinstance(alpha, (int, float)) or alpha <= 0:
+        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not alpha > 0:
             raise KernelCVError(f"KernelRidge(alpha={alpha!r}): one positive alpha")
         machine = KernelRidgeRegressor(**params, lam=float(alpha) / n_samples)
         return StandIn(machine, "KernelRidge is searched as kernelcv's krr "
@@ -83,6 +84,12 @@ def _refuse_unsupported(estimator, name):
     if getattr(estimator, "class_weight", None) is not None:
         raise KernelCVError(f"{name}(class_weight=...): the kernelcv machines have no "
                             "class weights yet; search without it")
+
+
+def stand_in_kernel(kernel):
+    """kernelcv's name of a scikit-learn kernel name in a grid (``"laplacian"`` ->
+    ``"laplace"``, ``"polynomial"`` -> ``"poly"``); other values as given."""
+    return _KERNELS.get(kernel, kernel) if isinstance(kernel, str) else kernel
 
 
 def _kernel_params(estimator, name) -> dict:
@@ -98,6 +105,6 @@ def _kernel_params(estimator, name) -> dict:
 
 
 def _lam_from_C(C, n_samples) -> float:
-    if not isinstance(C, (int, float)) or C <= 0:
+    if isinstance(C, bool) or not isinstance(C, numbers.Real) or not C > 0:
         raise KernelCVError(f"C must be one positive number, got {C!r}")
     return 1.0 / (2.0 * n_samples * float(C))

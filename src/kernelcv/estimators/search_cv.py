@@ -40,6 +40,7 @@ from ._calibration import PairScale, ScoreScale, fit_pair_scale, fit_score_scale
 from ._search_refit import refit_search
 from ._search_results import cv_results
 from ._search_space import ESTIMATORS, default_grid, grid_candidates, split_estimator
+from ._stand_ins import stand_in_kernel
 
 __all__ = ["ESTIMATORS", "KernelSearchCV"]
 _RFF_DEFAULTS = ("auto", None, None, "auto", "auto", 30, MAX_FEATURES, TIME_BUDGET)
@@ -291,6 +292,9 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         if derived is not None and self.verbose:
             print(f"[KernelSearchCV] {derived.note(_PAPER_HINT)}", file=sys.stderr)
         params, search_params = grid_candidates(self.param_grid, prefix, n, default)
+        if self.stand_in_ is not None:  # scikit-learn's kernel names in the grid
+            search_params = [{**p, "kernel": stand_in_kernel(p["kernel"])} if "kernel" in p
+                             else p for p in search_params]
         lams = [p.get("lam", base.lam) for p in search_params]
         if head is not None and name == "exact" or fold_by_fold:
             self._fit_fold_by_fold(head, base, prefix, params, search_params, lams, X, y,
