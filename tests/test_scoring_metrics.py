@@ -39,3 +39,13 @@ def test_constant_targets_give_scikit_learns_r2():
     y = np.ones(5)
     for predicted in (np.ones(5), np.zeros(5)):
         assert HeldoutScore("r2")._score(y, predicted) == metrics.r2_score(y, predicted)
+
+
+def test_r2_of_one_sample_is_nan_as_in_scikit_learn():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = metrics.r2_score([1.0], [2.0])
+    assert np.isnan(expected) and np.isnan(HeldoutScore("r2")._score(np.array([1.0]),
+                                                                     np.array([2.0])))

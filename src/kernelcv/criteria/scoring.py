@@ -138,7 +138,9 @@ def _mse(y, predicted) -> float:
 
 def _r2(y, predicted) -> float:
     """1 - residual / total sum of squares (1.0 or 0.0 for a constant y, as scikit-learn
-    with ``force_finite``)."""
+    with ``force_finite``; NaN for a single sample, as scikit-learn)."""
+    if y.size < 2:  # undefined on one sample: scikit-learn's NaN (LeaveOneOut folds)
+        return float("nan")
     total = float(np.sum((y - np.mean(y)) ** 2))
     residual = float(np.sum((y - predicted) ** 2))
     if total == 0.0:
