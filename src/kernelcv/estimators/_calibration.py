@@ -29,6 +29,8 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import log_softmax
 
+from ..machines.multiclass import pair_votes
+
 # Largest scale tried, relative to the spread of the scores: separable out-of-fold values
 # would otherwise push a to infinity (probabilities of exactly 0 and 1).
 _MAX_SCALE = 1e3
@@ -88,7 +90,7 @@ class PairScale:
 
     def probabilities(self, machine_values) -> np.ndarray:
         """(n, k) class probabilities from the (n, m) pair machines' values."""
-        votes, values = _votes_and_values(machine_values, self.n_classes)
+        votes, values = pair_votes(machine_values, self.n_classes)
         p = np.exp(log_softmax(self.vote_scale * votes + self.value_scale * values, axis=1))
         predicted = np.argmax(votes + values / (3.0 * (np.abs(values) + 1.0)), axis=1)
         return _predicted_on_top(p, predicted)
@@ -96,7 +98,7 @@ class PairScale:
 
 def fit_pair_scale(machine_values, codes, n_classes: int) -> PairScale:
     """Fit :class:`PairScale` to out-of-fold pair values and true class codes."""
-    votes, values = _votes_and_values(machine_values, n_classes)
+    votes, values = pair_votes(machine_values, n_classes)
     codes = np.asarray(codes, dtype=np.intp)
     rows = np.arange(codes.size)
 
@@ -109,24 +111,6 @@ def fit_pair_scale(machine_values, codes, n_classes: int) -> PairScale:
                      bounds=[(0.0, _MAX_SCALE), (0.0, _MAX_SCALE)])
     a, b = (float(v) for v in found.x)
     return PairScale(vote_scale=a, value_scale=b, n_classes=n_classes, log_loss=loss(found.x))
-
-
-def _votes_and_values(machine_values, k):
-    """(n, k) votes and summed pair values of the (n, m) one-vs-one machines (pair (i, j),
-    i < j, positive for j), as :func:`kernelcv.machines.multiclass.class_scores`."""
-    machine_values = np.asarray(machine_values, dtype=np.float64)
-    n = machine_values.shape[0]
-    votes, values = np.zeros((n, k)), np.zeros((n, k))
-    p = 0
-    for i in range(k):
-        for j in range(i + 1, k):
-            value = machine_values[:, p]
-            values[:, i] -= value
-            values[:, j] += value
-            votes[:, j] += value > 0
-            votes[:, i] += value <= 0
-            p += 1
-    return votes, values
 
 
 def _predicted_on_top(p, predicted) -> np.ndarray:

@@ -84,6 +84,15 @@ def class_scores(decisions, n_classes: int, strategy: str) -> np.ndarray:
     decisions = np.asarray(decisions, dtype=np.float64)
     if check_strategy(strategy) == "ovr":
         return decisions
+    votes, confidence = pair_votes(decisions, n_classes)
+    return votes + confidence / (3.0 * (np.abs(confidence) + 1.0))
+
+
+def pair_votes(decisions, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(n, k) votes and summed values of the one-vs-one machines' (n, m) ``decisions``:
+    pair (a, b), a < b, votes for b where its value is positive (else for a) and adds its
+    value to b's sum and subtracts it from a's."""
+    decisions = np.asarray(decisions, dtype=np.float64)
     n = decisions.shape[0]
     votes = np.zeros((n, n_classes))
     confidence = np.zeros((n, n_classes))
@@ -96,7 +105,7 @@ def class_scores(decisions, n_classes: int, strategy: str) -> np.ndarray:
             votes[:, b] += value > 0
             votes[:, a] += value <= 0
             p += 1
-    return votes + confidence / (3.0 * (np.abs(confidence) + 1.0))
+    return votes, confidence
 
 
 def predict_codes(decisions, n_classes: int, strategy: str) -> np.ndarray:
