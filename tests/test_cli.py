@@ -86,6 +86,7 @@ def _assert_one_line_error(code, out, err):
      ("lssvm", "exact", ["--kernel", "laplace", "--folds", "4", "--seed", "3"],
       {"kernel": "laplace", "folds": 4, "random_state": 3})],
 )
+@pytest.mark.filterwarnings("ignore:.*BIF value not certified:RuntimeWarning")
 @pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
 def test_json_equals_library(capsys, svm_file, machine, method, extra, kwargs):
     summary, _ = _run_json(capsys, "cv", svm_file, "--machine", machine, "--gamma", 0.2,
@@ -105,6 +106,7 @@ def test_json_equals_library(capsys, svm_file, machine, method, extra, kwargs):
     assert summary["params"]["machine"] == machine
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value not certified:RuntimeWarning")
 @pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
 def test_json_regression(capsys, regression_file):
     path, X, y = regression_file
@@ -130,6 +132,7 @@ def test_readable_output(capsys, svm_file):
     assert "WARNING" not in out
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value not certified:RuntimeWarning")
 @pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
 def test_fold_ids_file_equals_array(capsys, tmp_path, svm_file):
     X, y = load_data(svm_file)

@@ -572,6 +572,7 @@ def test_checkpoint_survives_kill_9(tmp_path):
             assert a[key] == b[key], key
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value not certified:RuntimeWarning")
 @pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
 def test_curve_orders_are_bif_cv_values():
     """The low-order curves of cv_curve.png are BIF CV errors on the search's folds."""

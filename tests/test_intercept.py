@@ -97,6 +97,7 @@ def test_defaults_fit_an_intercept_except_krr():
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value not certified:RuntimeWarning")
 @pytest.mark.parametrize("name", ["l2svm", "svm", "svr"])
 def test_without_intercept_the_numbers_are_the_bias_free_solvers(name):
     """fit_intercept=False reproduces the previous bias-free machines bit for bit."""

@@ -144,6 +144,7 @@ def test_grid_search_exact_equals_gridsearchcv_over_the_wrapper(strategy):
     assert np.array_equal(ours.predict(X), theirs.predict(X))
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value not certified:RuntimeWarning")
 @pytest.mark.parametrize("labels", [np.array(["b", "a", "c"]), np.array([7, -2, 40]),
                                     np.array([1.0, 2.0, 5.0])])
 def test_labels_of_any_type_round_trip(labels):

@@ -60,6 +60,7 @@ def test_exact_searches_equal_brute_force(binary, folds, machine, method):
     assert result.confirmed == [] and result.rechecked == []
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value not certified:RuntimeWarning")
 @pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
 @pytest.mark.parametrize("machine", ["l2svm", "svm"])
 def test_bif_search_confirms_the_best_by_exact_refit(binary, folds, machine):

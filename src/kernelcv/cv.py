@@ -24,6 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from ._threads import blas_threads_for, n_rows
+from .criteria.certificate import UNCERTIFIED
 from .criteria.closed_form import ClosedFormCV
 from .criteria.conditioning import ILL_CONDITIONED
 from .criteria.evaluate import evaluate_lam
@@ -151,9 +152,13 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
         exceeds the tolerance (0.01 of 0-1 error, 1 % of the MSE). Every BIF value (order
         ``"inf"`` too) carries ``rounding_error``, the estimated effect of rounding at
         tiny ``n lam``; ``ill_conditioned`` (with a ``RuntimeWarning``) says that it
-        exceeds the same tolerance: use ``method="exact"`` there. ``predictions`` are
-        the held-out decision values, (n, m) with one column per binary machine for more
-        than two classes; ``labels`` the held-out predicted labels of a classifier.
+        exceeds the same tolerance: use ``method="exact"`` there. A BIF value of the
+        l2svm, svm or svr carries ``certified_error``, a guaranteed bound on its
+        distance from exact refit CV (points changing loss piece, and truncation);
+        ``uncertified`` (with a ``RuntimeWarning``) says that it exceeds the tolerance.
+        ``predictions`` are the held-out decision values, (n, m) with one column per
+        binary machine for more than two classes; ``labels`` the held-out predicted
+        labels of a classifier.
 
     Notes
     -----
@@ -246,10 +251,12 @@ def _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width, ep
             label_mapping=mapping, predictions=predictions, labels=labels,
             notes=notes + ev.notes,
             truncation_error=ev.truncation_error, unconverged=bool(ev.unconverged),
-            rounding_error=ev.rounding_error, ill_conditioned=bool(ev.ill_conditioned))
+            rounding_error=ev.rounding_error, ill_conditioned=bool(ev.ill_conditioned),
+            certified_error=ev.certified_error, uncertified=bool(ev.uncertified))
     for result in results:
         for flag, head in ((result.unconverged, UNCONVERGED),
-                           (result.ill_conditioned, ILL_CONDITIONED)):
+                           (result.ill_conditioned, ILL_CONDITIONED),
+                           (result.uncertified, UNCERTIFIED)):
             note = next((n for n in result.notes if head in n), None)
             if flag and note is not None:
                 warnings.warn(f"lam = {result.params['lam']:g}: {note}", RuntimeWarning,

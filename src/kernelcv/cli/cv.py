@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 
+from ..criteria.certificate import UNCERTIFIED
 from ..criteria.conditioning import ILL_CONDITIONED
 from ..criteria.result import confusion_summary
 from ..criteria.truncation import UNCONVERGED
@@ -168,7 +169,7 @@ def run_command(args, parser):
                      "--folds auto)")
     with warnings.catch_warnings():
         # reported once, with the other problems of the estimate (see problems())
-        for head in (UNCONVERGED, ILL_CONDITIONED):
+        for head in (UNCONVERGED, ILL_CONDITIONED, UNCERTIFIED):
             warnings.filterwarnings("ignore", message=f".*{head}", category=RuntimeWarning)
         return run_cv(
             args.data, machine=args.machine, lam=args.lam, kernel=args.kernel,
@@ -278,6 +279,9 @@ def problems(summary):
         problems.append(next((n for n in summary.get("notes", [])
                               if n.startswith(UNCONVERGED)),
                              "the BIF series did not converge; use --order inf"))
+    if summary.get("uncertified"):
+        problems.append(next((n for n in summary.get("notes", []) if UNCERTIFIED in n),
+                             "the BIF value is not certified; use --method exact"))
     if summary.get("ill_conditioned"):
         problems.append(next((n for n in summary.get("notes", []) if ILL_CONDITIONED in n),
                              "the BIF value is ill-conditioned; use --method exact"))

@@ -238,7 +238,7 @@ def _run(module, command, args, logged):
     for note in summary.get("notes") or []:
         # the cv command shows these as warnings (its problems())
         if not str(note).startswith(("degenerate", "BIF series not converged",
-                                     "BIF value ill-conditioned")):
+                                     "BIF value ill-conditioned", "BIF value not certified")):
             _say("note", note)
     if args.json:
         from ..reports.io import jsonable  # numpy, loaded by now: the command has run

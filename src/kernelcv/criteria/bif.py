@@ -55,6 +55,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..machines.solver import Factorisation, cholesky_with_jitter
+from .certificate import fold_out_enclosure
 from .fold_out import (  # re-exported: kernelcv.criteria.bif is their historical home
     BATCHED_MAX_ACTIVE,
     SHARED_FACTORISATION_MIN_ACTIVE,
@@ -101,7 +102,7 @@ def _kernel_times_dg(K, g, fold_ids, sizes):
 
 
 def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_order=200,
-                    atol=None, extra=None, remainder=False):
+                    atol=None, extra=None, remainder=False, enclosure=False):
     """Held-out decision values from the full-data fit and the BIF correction.
 
     Parameters
@@ -128,6 +129,11 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
 
     remainder : bool
         Also return the estimated truncation remainder of each fold (below).
+    enclosure : bool
+        Also return guaranteed bounds of the exact refit values around the approximate
+        fold-out models (:func:`kernelcv.criteria.certificate.fold_out_enclosure`; the
+        models are the series' sum in coefficient form, ``alpha + sum_s (c_s - Y_s) /
+        (2 lam)``, for a finite order). Cost: one or two more ``n x n x t`` products.
 
     Returns
     -------
@@ -136,7 +142,9 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     extra_predictions : (m,) the extra points' values; returned only when ``extra`` is given.
     fold_remainder : (t,) estimated ``max_{j in S_i} |f_limit(x_j) - predictions[j]|``
         (0 for order ``"inf"``; measured against the limit when a fold's estimated rate
-        reaches ``SLOW_RATE``); returned last, only when ``remainder`` is True.
+        reaches ``SLOW_RATE``); returned only when ``remainder`` is True.
+    bounds : ``(lower, upper)``, (n,) each: every row's exact held-out value lies in
+        ``[lower, upper]``; returned last, only when ``enclosure`` is True.
     """
     n = y.shape[0]
     F = fit.decision
@@ -149,20 +157,36 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     D = np.where(member, 1.0 / sizes[None, :], 0.0) - 1.0 / n
     rows_e = None if extra is None else _ExtraRows(extra, fit, active)
 
+    def bounds(coef, intercepts, fold_functions=None):
+        return fold_out_enclosure(K, y, fold_ids, lam, machine.loss, machine.fit_intercept,
+                                  coef, intercepts, fold_functions)[:2]
+
     def finish(predictions, order_used, extra_terms=None, fold_remainder=None):
         out = (predictions, order_used)
         if rows_e is not None:
             out += (rows_e.values(extra_terms),)
-        return out + (fold_remainder,) if remainder else out
+        if remainder:
+            out += (fold_remainder,)
+        if enclosure:
+            out += (bounds(fit.alpha[:, None] + coef_sum / (2 * lam),
+                           fit.intercept + beta_sum / (2 * lam)),)
+        return out
 
     def newton():
         weights, betas = newton_step_weights(K, g, h, lam, n, fold_ids, eps, sizes,
                                              machine.fit_intercept)
-        predictions = _fold_out_predictions(K, weights, betas, fold_ids, fit.intercept, lam)
+        sums = K @ weights
+        predictions = fit.intercept + (betas[fold_ids] - sums[np.arange(n), fold_ids]) / (
+            2 * lam)
         out = (predictions, "inf")
         if rows_e is not None:
             out += (rows_e.fold_out_values(weights, betas, lam),)
-        return out + (np.zeros(t),) if remainder else out
+        if remainder:
+            out += (np.zeros(t),)
+        if enclosure:
+            out += (bounds(-weights / (2 * lam), fit.intercept + betas / (2 * lam),
+                           -sums / (2 * lam)),)
+        return out
 
     if order == "inf":
         return newton()
@@ -196,6 +220,22 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     dg_sum = (D * g[:, None]).sum(axis=0)
     T, Y, beta = solve_L(-_kernel_times_dg(K, g, fold_ids, sizes) * eps[None, :],
                          -eps * dg_sum)
+    # the series' sum in coefficient form (for the enclosure): term s is the function
+    # (K (c_s - Y_s on A) + beta_s) / (2 lam), c_s the coefficients whose K-product is Z_s
+    coef_sum = beta_sum = None
+    if enclosure:
+        coef_sum = -(D * g[:, None]) * eps[None, :]
+        beta_sum = np.zeros(t)
+
+    def add_coefficients(c_active, Y, beta):
+        if c_active is not None:
+            coef_sum[active] += c_active
+        if Y is not None:
+            coef_sum[active] -= Y
+        beta_sum[:] += beta
+
+    if enclosure:
+        add_coefficients(None, Y, beta)
     total = T[rows, fold_ids].copy()
     total_e = None
     if rows_e is not None:
@@ -209,9 +249,11 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
         dhV = D[active] * (h[active, None] * V[active])
         return (*solve_L(-(K_active @ dhV) * eps[None, :], -eps * dhV.sum(axis=0)), dhV)
 
-    def next_term(T, Y, beta):
+    def next_term(T, Y, beta, counted=True):
         T, Y, beta, dhT = term_map(T)
         history.append(fold_maxima(T[rows, fold_ids], fold_ids, t))
+        if enclosure and counted:
+            add_coefficients(-dhT * eps[None, :], Y, beta)
         return T, Y, beta, dhT
 
     rate = power_rate(lambda V: term_map(V)[0], n, t) if remainder or order == "auto" else None
@@ -232,10 +274,12 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
         return newton()
     fold_remainder = None
     if remainder and too_slow(rate):  # too slow to judge from its terms: measure it
-        fold_remainder = fold_maxima(newton()[0] - F - total, fold_ids, t)
+        limit_values = _newton_step(K, g, h, lam, n, fold_ids, eps, sizes,
+                                    machine.fit_intercept, fit.intercept)
+        fold_remainder = fold_maxima(limit_values - F - total, fold_ids, t)
     elif remainder:  # terms after the order used, then the geometric tail beyond them
         while len(history) < max(s + 1, MIN_TERMS):
-            T, Y, beta, _ = next_term(T, Y, beta)
+            T, Y, beta, _ = next_term(T, Y, beta, counted=False)
         fold_remainder = SAFETY * np.sum(history[s:], axis=0) + tail(history, rate)
     return finish(F + total, s, total_e, fold_remainder)
 

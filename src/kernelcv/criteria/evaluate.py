@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..exceptions import KernelCVError
+from ..machines.losses import SquareLoss
 from .bif import bif_predictions
+from .certificate import certified_error, uncertified_note
 from .conditioning import ill_conditioned_note, relative_rounding
 from .exact import refit_predictions
 from .result import (
@@ -61,6 +63,8 @@ class Evaluation:
     unconverged: bool = False
     rounding_error: float | None = None
     ill_conditioned: bool = False
+    certified_error: float | None = None
+    uncertified: bool = False
 
 
 def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, atol=None,
@@ -131,6 +135,7 @@ def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, wa
     fit_seconds = 0.0
     order_used = None
     fold_remainder = None
+    bounds = None
     notes = []
     if method == "closed-form":
         if extra is None:
@@ -150,6 +155,10 @@ def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, wa
         if method == "exact":
             predictions, _, *rest = refit_predictions(K, y, fold_ids, lam, machine,
                                                       full_fit=fit, extra=extra)
+        elif certifiable(machine):
+            predictions, order_used, *rest, fold_remainder, bounds = bif_predictions(
+                K, y, fold_ids, lam, machine, fit, order=order, tol=tol, atol=atol,
+                extra=extra, remainder=True, enclosure=True)
         else:
             predictions, order_used, *rest, fold_remainder = bif_predictions(
                 K, y, fold_ids, lam, machine, fit, order=order, tol=tol, atol=atol,
@@ -181,6 +190,12 @@ def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, wa
         unconverged = not within_tolerance(truncation, error, machine.metric)
         if unconverged:
             notes.append(unconverged_note(order_used, truncation, machine.metric))
+    certified = uncertified = None
+    if bounds is not None and np.isfinite(error):
+        certified = certified_error(predictions, y, *bounds, machine.metric)
+        uncertified = not within_tolerance(certified, error, machine.metric)
+        if uncertified:
+            notes.append(uncertified_note(certified, machine.metric))
     rounding = ill = None
     if method == "bif" and np.isfinite(error):  # an infinite error has its own message
         rounding, ill = _rounding_check(K, y, fold_ids, lam, machine, fit, predictions,
@@ -190,7 +205,15 @@ def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, wa
                       fit_seconds=fit_seconds, seconds=time.perf_counter() - tic, fit=fit,
                       notes=notes, extra_predictions=extra_predictions,
                       truncation_error=truncation, unconverged=bool(unconverged),
-                      rounding_error=rounding, ill_conditioned=bool(ill))
+                      rounding_error=rounding, ill_conditioned=bool(ill),
+                      certified_error=certified, uncertified=bool(uncertified))
+
+
+def certifiable(machine) -> bool:
+    """Whether BIF values of this machine carry the enclosure of
+    :mod:`kernelcv.criteria.certificate`: every loss but the square loss (whose series
+    limit is exact and whose truncation has its own estimate)."""
+    return not isinstance(machine.loss, SquareLoss)
 
 
 def _rounding_check(K, y, fold_ids, lam, machine, fit, predictions, error, notes):

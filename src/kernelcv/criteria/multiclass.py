@@ -174,7 +174,8 @@ class MulticlassCV:
         :class:`Evaluation` has the multiclass ``cv_error`` and ``fold_errors``,
         ``predictions`` the held-out class codes, ``decisions`` the (n, m) held-out values
         of the m machines, ``fit`` the list of full fits, ``degenerate`` when any machine's
-        values are (likewise ``unconverged`` and ``ill_conditioned``), ``heldout_ratio``
+        values are (likewise ``unconverged``, ``ill_conditioned`` and ``uncertified``,
+        the last judged on each machine's own rows), ``heldout_ratio``
         the smallest machine's, and ``order_used`` the highest order any machine used.
         """
         tic = time.perf_counter()
@@ -182,7 +183,7 @@ class MulticlassCV:
         decisions = np.empty((n, len(self.problems)))
         fits, orders, notes = [], [], []
         degenerate, ratio, fit_seconds = False, np.inf, 0.0
-        unconverged = ill_conditioned = False
+        unconverged = ill_conditioned = uncertified = False
         done = np.zeros(len(self.problems), dtype=bool)
         stacked_fits = None
         stacked_order = None if method == "exact" else "inf"
@@ -203,6 +204,7 @@ class MulticlassCV:
             if done.any():
                 ratio = float(np.min(found.ratio[done]))
                 ill_conditioned = bool(np.any(found.ill_conditioned[done]))
+                uncertified = bool(np.any(found.uncertified[done]))
         for p, (problem, part) in enumerate(zip(self.problems, self._parts, strict=True)):
             if done[p]:
                 fits.append(stacked_fits[p])
@@ -229,6 +231,7 @@ class MulticlassCV:
             degenerate |= ev.degenerate
             unconverged |= ev.unconverged
             ill_conditioned |= ev.ill_conditioned
+            uncertified |= ev.uncertified
             ratio = min(ratio, ev.heldout_ratio)
             fit_seconds += ev.fit_seconds
             notes.extend(f"machine {problem.label}: {note}" for note in ev.notes)
@@ -242,7 +245,8 @@ class MulticlassCV:
             order_used=_highest_order(orders), degenerate=degenerate,
             heldout_ratio=float(ratio), fit_seconds=fit_seconds,
             seconds=time.perf_counter() - tic, fit=fits, notes=notes,
-            unconverged=unconverged, ill_conditioned=ill_conditioned)
+            unconverged=unconverged, ill_conditioned=ill_conditioned,
+            uncertified=uncertified)
         evaluation.decisions = decisions
         return evaluation
 

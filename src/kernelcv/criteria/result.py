@@ -58,6 +58,13 @@ class CVResult:
         the other methods.
     ill_conditioned : ``rounding_error`` is above the same tolerance: the value is not
         trustworthy at any order; use ``method="exact"`` (accurate there) or a larger lam.
+    certified_error : BIF of the l2svm, svm and svr (any order): a guaranteed bound on
+        ``|cv_error - exact refit CV error|`` from the strong convexity of the fold-out
+        problems (:mod:`kernelcv.criteria.certificate`); None for the other methods and
+        the square loss.
+    uncertified : ``certified_error`` is above the tolerance (0.01 of 0-1 error, 1 % of
+        the MSE): points that change loss piece may have moved the value; use
+        ``method="spectral"`` or ``"exact"``.
     """
 
     cv_error: float
@@ -81,6 +88,8 @@ class CVResult:
     unconverged: bool = False
     rounding_error: float | None = None
     ill_conditioned: bool = False
+    certified_error: float | None = None
+    uncertified: bool = False
 
     def to_dict(self) -> dict:
         """JSON-serialisable summary (predictions left out)."""
@@ -107,6 +116,9 @@ class CVResult:
             "rounding_error": (None if self.rounding_error is None
                                else float(self.rounding_error)),
             "ill_conditioned": bool(self.ill_conditioned),
+            "certified_error": (None if self.certified_error is None
+                                else float(self.certified_error)),
+            "uncertified": bool(self.uncertified),
         }
 
 

@@ -18,9 +18,11 @@ computes the same numbers for all pairs together:
    other classes' points alike (the "extra points" of the one-problem path), and the
    full fit ``K(x, rows_p) alpha_p + b_p`` when fold i holds none of the pair's rows;
 4. the flags of the one-problem path: the median held-out ratio of
-   :func:`kernelcv.criteria.result.heldout_rounding`, and the rounding check of
+   :func:`kernelcv.criteria.result.heldout_rounding`, the rounding check of
    :func:`kernelcv.criteria.conditioning.relative_rounding` (the quick bound for all
-   pairs at once, the ``dpocon`` estimate for a pair that fails it).
+   pairs at once, the ``dpocon`` estimate for a pair that fails it), and the enclosure
+   of :mod:`kernelcv.criteria.certificate` for the l2svm and svm (a pair above its
+   tolerance is flagged with the one-problem path's note, not sent there).
 
 A pair the stacked path cannot finish exactly as the one-problem path would (a fit that
 needs jitter or does not converge, a fold system that is not numerically positive
@@ -46,9 +48,10 @@ from scipy.linalg.lapack import dpotrf
 from ..machines.batched_linalg import cholesky_factors, cholesky_solve_each, size_groups
 from ..machines.solver import Factorisation, FitResult
 from ..machines.stacked import batched_matvec, fit_stacked, gather_blocks
-from .evaluate import _rounding_check
+from .certificate import certified_error, fold_out_enclosure, uncertified_note
+from .evaluate import _rounding_check, certifiable
 from .result import heldout_losses
-from .truncation import TOLERANCE
+from .truncation import TOLERANCE, within_tolerance
 
 # Pairs with more active points at the fit use the one-problem order-inf step (its shared
 # factorisation beats t stacked solves of this size).
@@ -69,7 +72,9 @@ class StackedValues:
     fallback : (P,) bool, pairs to evaluate with the one-problem path.
     ratio : (P,) median held-out ratio of each pair (nan for fallback pairs).
     ill_conditioned : (P,) bool, pairs whose rounding error is above tolerance.
-    notes : P lists of the one-problem path's notes (the ill-conditioned warning).
+    notes : P lists of the one-problem path's notes (the ill-conditioned and
+        uncertified warnings).
+    uncertified : (P,) bool, pairs whose certified bound is above tolerance.
     """
 
     values: np.ndarray
@@ -78,6 +83,7 @@ class StackedValues:
     ratio: np.ndarray
     ill_conditioned: np.ndarray
     notes: list
+    uncertified: np.ndarray
 
 
 def row_nanmedian(Q):
@@ -155,6 +161,7 @@ class StackedPairs:
                             alpha0=alpha0, intercept0=b0)
         fallback = stack.fallback.copy()
         ill = np.zeros(P, dtype=bool)
+        uncertified = np.zeros(P, dtype=bool)
         notes = [[] for _ in range(P)]
         g, h = loss.derivatives(self.y, stack.decision)
         g, h = g * self.valid, h * self.valid
@@ -175,6 +182,9 @@ class StackedPairs:
                     fallback[p] = True
                 else:
                     ill[p] = checked
+            if certifiable(machine):
+                uncertified = self._uncertified(stack, weights, betas, values, lam, machine,
+                                                fallback, notes)
         else:
             stepped = solved & ~large
             values, refitted = self._refit_values(stack, weights, betas, stepped, lam,
@@ -191,7 +201,8 @@ class StackedPairs:
             n_iter=int(stack.n_iter[p]), converged=bool(stack.converged[p]))
             for p in range(P)]
         ratio[fallback] = np.nan
-        return StackedValues(values, fits, fallback, ratio, ill, notes)
+        return StackedValues(values, fits, fallback, ratio, ill, notes,
+                             uncertified & ~fallback)
 
     def _refit_values(self, stack, weights, betas, stepped, lam, machine, skip):
         """Exact refit CV of every pair: (n, P) held-out values and (P,) which succeeded.
@@ -331,6 +342,27 @@ class StackedPairs:
             full = batched_matvec(self.K_cross, stack.alpha) + stack.intercept[:, None]
             values = np.where(empty, full, values)
         return values.T
+
+    def _uncertified(self, stack, weights, betas, values, lam, machine, skip, notes):
+        """(P,) whether each pair's order-inf value fails the enclosure of
+        :mod:`kernelcv.criteria.certificate` on its own rows, as the one-problem path
+        judges it (the same note goes to ``notes``; pairs in ``skip`` are left to that
+        path). ``O(m^2 t)`` per pair."""
+        flagged = np.zeros(self.y.shape[0], dtype=bool)
+        for p in np.flatnonzero(~skip):
+            size = int(self.sizes[p])
+            y, folds = self.y[p, :size], self.folds[p, :size]
+            lower, upper, _ = fold_out_enclosure(
+                self.K_pairs[p, :size, :size], y, folds, lam, machine.loss,
+                machine.fit_intercept, -weights[p, :size] / (2 * lam),
+                stack.intercept[p] + betas[p] / (2 * lam))
+            predictions = values[self.index[p, :size], p]
+            error = float(heldout_losses(y, predictions, machine.metric).mean())
+            bound = certified_error(predictions, y, lower, upper, machine.metric)
+            if np.isfinite(error) and not within_tolerance(bound, error, machine.metric):
+                flagged[p] = True
+                notes[p].append(uncertified_note(bound, machine.metric))
+        return flagged
 
     def _heldout_ratio(self, stack):
         """(P,) median over each pair's rows of ``|o_j| / |(K alpha)_j|`` (heldout_rounding)."""

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from .._version import __version__
 
-SCHEMA_VERSION = "1.1"  # 1.1: flagged, unconverged / ill_conditioned, the grid section
+SCHEMA_VERSION = "1.2"  # 1.1: flagged, unconverged / ill_conditioned, the grid section;
+# 1.2: uncertified (flagged and the candidates)
 # Keys of a candidate that identify it in a ``ranking`` row.
 _PARAMS = ("kernel", "gamma", "degree", "coef0", "lam", "C")
 

@@ -13,6 +13,10 @@ from __future__ import annotations
 import math
 import numbers
 
+#: The flags a BIF value may carry (truncation error, rounding error, certified distance
+#: from exact refit CV above tolerance), as in the candidates' records.
+BIF_FLAGS = ("unconverged", "ill_conditioned", "uncertified")
+
 __all__ = ["check_exact", "check_setting_records"]
 
 # Relative and absolute tolerance of the recomputed CV error (sums in another order).
@@ -88,7 +92,7 @@ def _record_problem(record, lam, n_samples, max_error) -> str | None:
     score = record["score"]
     if not _is_number(score) or math.isnan(score):
         return f"score is not a number ({score!r})"
-    for flag in ("degenerate", "unconverged", "ill_conditioned"):  # the last two optional
+    for flag in ("degenerate", *BIF_FLAGS):  # the BIF flags are optional
         if flag in record and not isinstance(record[flag], bool):
             return f"{flag} is not true/false ({record[flag]!r})"
     seconds = record["seconds"]

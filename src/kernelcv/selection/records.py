@@ -54,8 +54,9 @@ def fold_losses(ev, y, folds, scoring: HeldoutScore | None) -> list[float]:
 def cv_record(ev, lam: float, folds, y=None, scoring: HeldoutScore | None = None) -> dict:
     """The JSON-able record of one :class:`~kernelcv.criteria.evaluate.Evaluation`.
 
-    ``unconverged`` and ``ill_conditioned`` are the BIF value's flags (truncation and
-    rounding error above tolerance; always False for the other criteria).
+    ``unconverged``, ``ill_conditioned`` and ``uncertified`` are the BIF value's flags
+    (truncation error, rounding error and the certified bound on the distance from exact
+    refit CV above tolerance; always False for the other criteria).
     With ``scoring`` the record's ``fold_errors`` and ``score`` are the negated per-fold
     scores and their mean (``cv_error`` stays the 0-1 error or MSE); ``y`` are the labels
     the held-out values are scored against.
@@ -68,6 +69,7 @@ def cv_record(ev, lam: float, folds, y=None, scoring: HeldoutScore | None = None
         "n_folds": int(folds.max()) + 1,
         "order_used": ev.order_used, "degenerate": bool(ev.degenerate),
         "unconverged": bool(ev.unconverged), "ill_conditioned": bool(ev.ill_conditioned),
+        "uncertified": bool(ev.uncertified),
         "heldout_ratio": float(ev.heldout_ratio), "seconds": ev.seconds,
         "fit_seconds": ev.fit_seconds, "notes": list(ev.notes),
         "plateau_loss": majority_plateau(y, ev.predictions),

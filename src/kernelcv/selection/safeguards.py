@@ -28,6 +28,7 @@ from contextlib import closing
 import numpy as np
 
 from .backends import run_tasks
+from .record_checks import BIF_FLAGS
 from .tasks import exact_task
 
 # Names of the safeguarded methods (kept for reports written against the old names).
@@ -192,9 +193,9 @@ def none_finite(candidates) -> bool:
 
 def flagged_counts(candidates) -> dict:
     """How many candidates' BIF values are flagged: ``{"unconverged": k, "ill_conditioned":
-    m}`` (truncation, rounding error above tolerance; 0 for the other criteria)."""
-    return {flag: sum(bool(c.get(flag)) for c in candidates)
-            for flag in ("unconverged", "ill_conditioned")}
+    m, "uncertified": u}`` (truncation, rounding error, certified bound above tolerance; 0
+    for the other criteria)."""
+    return {flag: sum(bool(c.get(flag)) for c in candidates) for flag in BIF_FLAGS}
 
 
 def flagged_note(candidates) -> list[str]:
@@ -205,11 +206,13 @@ def flagged_note(candidates) -> list[str]:
     parts = [f"{counts['unconverged']} unconverged (BIF series truncation above tolerance)"
              if counts["unconverged"] else "",
              f"{counts['ill_conditioned']} ill-conditioned (rounding at tiny n*lam above "
-             "tolerance)" if counts["ill_conditioned"] else ""]
+             "tolerance)" if counts["ill_conditioned"] else "",
+             f"{counts['uncertified']} uncertified (points changing loss piece may move "
+             "the value by more than the tolerance)" if counts["uncertified"] else ""]
     return [f"{len(candidates)} candidates, BIF values flagged: "
             + ", ".join(part for part in parts if part)
             + "; their scores are not to be trusted, only exact_error is (candidates' "
-            "unconverged / ill_conditioned)"]
+            "unconverged / ill_conditioned / uncertified)"]
 
 
 NONE_FINITE_WARNING = (

@@ -32,6 +32,7 @@ from .feature_growth import MAX_FEATURES, TIME_BUDGET
 from .method_choice import METHODS, default_method, make_method
 from .methods import CVMethod
 from .options import AVERAGES, Execution, Safeguards, SearchSpace, kernel_settings
+from .record_checks import BIF_FLAGS
 from .refine import REFINE_MAX_EVALS, refine_search
 from .resume_check import recompute_resumed_choice
 from .safeguards import (
@@ -235,7 +236,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
             candidates.append({"setting": index, **setting, "method": method.name,
                                "order": order, **record, "exact_error": None})
     for candidate in candidates:
-        for flag in ("unconverged", "ill_conditioned"):  # BIF's; other criteria: False
+        for flag in BIF_FLAGS:  # BIF's; other criteria: False
             candidate.setdefault(flag, False)
         candidate["status"] = "exact" if method.exact else "approximate"
         if method.exact:
