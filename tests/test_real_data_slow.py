@@ -34,6 +34,7 @@ def test_closed_form_and_bif_inf_exact_on_australian(gamma):
             assert np.max(np.abs(fast.predictions - exact.predictions)) < 1e-8 * scale
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value not certified:RuntimeWarning")
 @pytest.mark.parametrize("machine", ["l2svm", "svm"])
 def test_bif_tracks_exact_cv_on_heart_grid(machine):
     X, y = load("heart_scale.svm")
