@@ -117,6 +117,7 @@ def test_malformed_scheduler_address_is_refused_by_run_tasks(address):
 @pytest.mark.parametrize("address, words", [
     ("tls://127.0.0.1:8786", "TLS credentials"), ("wss://127.0.0.1:8786", "TLS credentials"),
     ("inproc://nothing", "inside this process"),
+    ("ucx://127.0.0.1:8786", "UCX packages"),
 ])
 def test_addresses_an_address_string_cannot_open_are_refused_at_once(address, words):
     # each was a 20 s wait in Client.__del__ after the error, then a traceback

@@ -30,8 +30,9 @@ Fold i's problem is ``J_i(f, b) = (1/m_i) sum_{a in R_i} L(y_a, f(x_a) + b) + la
    (``G = 2 lam c`` on the fold), and ``L'`` is Lipschitz with constant ``l`` (the
    loss's largest curvature), so ``|c_a - alpha*_a| <= (|G_a| + l d_a / m_i) / (2 lam)
    =: delta_a`` with ``d_a = r (sqrt(K_aa) + kappa) + (b_hi - b_lo) / 2`` the change of
-   ``f + b`` at row a, and ``|f^(x_j) - f*(x_j)| <= sum_a |K_ja| delta_a`` (one more
-   ``n x n x t`` product): this keeps the relative precision of tiny held-out values.
+   ``f + b`` at row a, and ``|f^(x_j) - f*(x_j)| <= sum_a |K_ja| delta_a`` (``O(n t)``
+   per row, computed for the rows whose sign fact 1 leaves open): this keeps the
+   relative precision of tiny held-out values.
 
 Hence, with ``s_j`` the smaller of ``r sqrt(K_jj)`` and ``sum_a |K_ja| delta_a``, the
 exact held-out value of a row j of fold i lies in::
@@ -49,10 +50,10 @@ max K_jj``).
 of held-out labels not fixed by it, or the MSE's largest change); a value whose bound
 exceeds :data:`kernelcv.criteria.truncation.TOLERANCE` is flagged *uncertified*.
 
-Cost per candidate: two ``n x n x t`` products (``K G`` and ``|K| delta``), the fold
-functions ``K C`` (the order-inf step already forms it) and ``O(n t)`` per bisection
-step of the intercept interval (two steps where the approximate intercept is a root,
-else up to 30 more, vectorised over the folds and both ends).
+Cost per candidate: one ``n x n x t`` product (``K G``), ``O(n)`` per row whose sign the
+first bound leaves open, the fold functions ``K C`` (the order-inf step already forms
+it) and ``O(n t)`` per bisection step of the intercept interval (two steps where the
+approximate intercept is a root, else 20 more, vectorised over the folds and both ends).
 """
 
 from __future__ import annotations
@@ -70,9 +71,10 @@ UNCERTIFIED = "BIF value not certified"
 # approximate intercept, grows 16-fold per side at most this many times ...
 _START_WIDTH = 1e-13
 _BRACKET_GROWTHS = 40
-# ... and one that grew is bisected this many times (2^-30 of its width; the interval
-# returned contains the roots at any step count, a wider one only loosens the bound).
-_BISECTION_STEPS = 30
+# ... and one that grew is bisected this many times (2^-20 of its width, which is at most
+# 16 times the distance of the approximate intercept from a root; the interval returned
+# contains the roots at any step count, a wider one only loosens the bound).
+_BISECTION_STEPS = 20
 
 
 def fold_out_enclosure(K, y, fold_ids, lam, loss, fit_intercept, coef, intercepts,
@@ -95,8 +97,8 @@ def fold_out_enclosure(K, y, fold_ids, lam, loss, fit_intercept, coef, intercept
         refit of its fold (``-inf``/``inf`` where no bound was found).
     radius : (t,) ``r`` of each fold, the RKHS distance bound of the function part.
 
-    Cost: ``O(n^2 t)`` for ``K G`` and ``|K| delta`` (and ``K C`` if not given), ``O(n t)``
-    per bisection step.
+    Cost: ``O(n^2 t)`` for ``K G`` (and ``K C`` if not given), ``O(n)`` per row whose sign
+    the first bound leaves open, ``O(n t)`` per bisection step.
     """
     n = y.shape[0]
     t = coef.shape[1]
@@ -136,16 +138,21 @@ def fold_out_enclosure(K, y, fold_ids, lam, loss, fit_intercept, coef, intercept
             2.0 * lam * np.abs(coef) + np.abs(share))
         delta = (np.abs(G) + entry_rounding + np.where(
             retained, derivative_lipschitz(loss) * moved / m[None, :], 0.0)) / (2.0 * lam)
-        through_rows = (K if K.min() >= 0 else np.abs(K)) @ np.where(
-            np.isfinite(delta), delta, np.inf)
-        spread = np.minimum(radius[fold_ids] * root_k, through_rows[rows, fold_ids])
-        if fit_intercept:
-            beyond = radius[fold_ids] * kappa[fold_ids]
-            lower = own + lo[fold_ids] - beyond - spread
-            upper = own + hi[fold_ids] + beyond + spread
-        else:
-            lower = own - spread
-            upper = own + spread
+        delta = np.where(np.isfinite(delta), delta, np.inf)
+        spread = radius[fold_ids] * root_k
+        beyond = radius[fold_ids] * kappa[fold_ids]
+
+        def bounds():
+            return own + lo[fold_ids] - beyond - spread, own + hi[fold_ids] + beyond + spread
+
+        lower, upper = bounds()
+        # fact 4 only where fact 1 leaves the sign open (narrow kernels): |J| n t
+        open_sign = np.flatnonzero((lower < 0) & (upper >= 0))
+        if open_sign.size:
+            K_rows = K[open_sign]
+            through_rows = np.einsum("jn,nj->j", np.abs(K_rows), delta[:, fold_ids[open_sign]])
+            spread[open_sign] = np.minimum(spread[open_sign], through_rows)
+            lower, upper = bounds()
     lower = np.where(np.isnan(lower), -np.inf, lower)
     upper = np.where(np.isnan(upper), np.inf, upper)
     return lower, upper, radius
