@@ -70,6 +70,8 @@ UNCERTIFIED = "BIF value not certified"
 # The intercept bracket starts this share of the decision values' scale around the
 # approximate intercept, grows 16-fold per side at most this many times ...
 _START_WIDTH = 1e-13
+# Newton steps on phi before the bracket (0 where phi' = 0, e.g. no point in a band).
+_NEWTON_STEPS = 3
 _BRACKET_GROWTHS = 40
 # ... and one that grew is bisected this many times (2^-20 of its width, which is at most
 # 16 times the distance of the approximate intercept from a root; the interval returned
@@ -148,9 +150,13 @@ def fold_out_enclosure(K, y, fold_ids, lam, loss, fit_intercept, coef, intercept
         lower, upper = bounds()
         # fact 4 only where fact 1 leaves the sign open (narrow kernels): |J| n t
         open_sign = np.flatnonzero((lower < 0) & (upper >= 0))
+        if open_sign.size > t:  # one BLAS product beats gathering many rows
+            absolute = K if K.min() >= 0 else np.abs(K)  # RBF, Laplace: K >= 0
+            through_rows = (absolute @ delta)[open_sign, fold_ids[open_sign]]
+        elif open_sign.size:
+            through_rows = np.einsum("jn,nj->j", np.abs(K[open_sign]),
+                                     delta[:, fold_ids[open_sign]])
         if open_sign.size:
-            K_rows = K[open_sign]
-            through_rows = np.einsum("jn,nj->j", np.abs(K_rows), delta[:, fold_ids[open_sign]])
             spread[open_sign] = np.minimum(spread[open_sign], through_rows)
             lower, upper = bounds()
     lower = np.where(np.isnan(lower), -np.inf, lower)
@@ -169,10 +175,11 @@ def derivative_lipschitz(loss) -> float:
 def _intercept_interval(loss, Y, F, retained, start):
     """``[b_lo, b_hi]``, the roots of ``phi_i(b) = sum_{a in R_i} L'(y_a, F_ai + b)`` per fold.
 
-    ``phi`` is nondecreasing in b. A bracket ``below < start < above`` with ``phi(below)
-    < 0 < phi(above)`` contains every root; it starts at the rounding level around
-    ``start`` (the approximate intercept, usually a root already: then nothing more is
-    done) and each side that does not hold grows 16-fold. Bisection then closes in on the
+    ``phi`` is nondecreasing and piecewise linear in b. A few Newton steps from ``start``
+    (the approximate intercept) usually reach a root. A bracket ``below < root < above``
+    with ``phi(below) < 0 < phi(above)`` contains every root; it starts at the rounding
+    level around the Newton point (where it holds, nothing more is done) and each side
+    that does not hold grows 16-fold. Bisection then closes in on the
     lower end (keeping ``phi(a) < 0 <= phi(c)``, returning a) and the upper end (keeping
     ``phi(a) <= 0 < phi(c)``, returning c) for :data:`_BISECTION_STEPS` halvings of the
     bracket, so the interval returned contains every root at any step count. A fold whose
@@ -185,6 +192,15 @@ def _intercept_interval(loss, Y, F, retained, start):
                         loss.derivatives(Y, F[:, columns] + b[None, :])[0], 0.0).sum(axis=0)
 
     start = np.where(np.isfinite(start), start, 0.0)
+    for _ in range(_NEWTON_STEPS):  # phi is piecewise linear: Newton usually lands on a root
+        first, second = loss.derivatives(Y, F + start[None, :])
+        value = np.where(retained, first, 0.0).sum(axis=0)
+        slope = np.where(retained, second, 0.0).sum(axis=0)
+        moving = (slope > 0) & (value != 0)
+        if not moving.any():
+            break
+        step = np.where(moving, value / np.where(moving, slope, 1.0), 0.0)
+        start = np.where(np.isfinite(step), start - step, start)
     scale = 1.0 + np.max(np.abs(F), axis=0, initial=0.0)
     first = _START_WIDTH * scale + 8.0 * np.finfo(np.float64).eps * np.abs(start)
     low_step, high_step = first.copy(), first.copy()
