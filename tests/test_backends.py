@@ -326,3 +326,32 @@ def test_a_worker_lost_during_the_search_is_one_kernelcv_error():
             with pytest.raises(KernelCVError, match="lost a worker or its scheduler"):
                 list(run_tasks(die_in_the_worker, TASKS, shared=SHARED,
                                scheduler=small.scheduler_address))
+
+
+def sleep_in_the_worker(X, y, gamma, shift):
+    """A task that is still running when its scheduler goes away."""
+    time.sleep(3)
+    return gamma
+
+
+def test_a_scheduler_lost_during_the_search_is_one_kernelcv_error():
+    # issue 41: the scheduler lost during select --scheduler was a distributed traceback
+    distributed = pytest.importorskip("distributed")
+    import threading
+
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                       dashboard_address=":0")
+    try:
+        timer = threading.Timer(1.0, lambda: cluster.sync(cluster.scheduler.close))
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(KernelCVError, match="lost a worker or its scheduler"):
+            list(run_tasks(sleep_in_the_worker, TASKS, shared=SHARED,
+                           scheduler=cluster.scheduler_address))
+        assert time.monotonic() - started < 30
+        timer.join()
+    finally:
+        try:
+            cluster.close(timeout=5)
+        except Exception:  # noqa: BLE001 - the scheduler is gone already
+            pass
