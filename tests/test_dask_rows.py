@@ -150,3 +150,17 @@ def test_a_lost_worker_is_a_clear_error(client, data):
             time.sleep(0.1)
         with pytest.raises(KernelCVError, match="worker was lost"):
             rows.map_reduce(dask_rows.add_results, 1000)
+
+
+@pytest.mark.parametrize("n, row_bytes, workers", [
+    (100_000, 160.0, 2), (500_000, 160.0, 2), (500_000, 160.0, 4), (7, 160.0, 3),
+    (1_000_003, 8.0 * 300, 5), (10, 8.0, 1)])
+def test_partitions_give_every_worker_an_equal_share(n, row_bytes, workers):
+    # issue 42: 500,000 x 20 rows were cut at 64 MB, one worker got 84 % of them
+    rows = dask_rows.balanced_partition_rows(n, row_bytes, workers)
+    sizes = [min(rows, n - a) for a in range(0, n, rows)]
+    assert max(sizes) * row_bytes <= max(dask_rows.PARTITION_BYTES, row_bytes)
+    shares = [sum(sizes[w::workers]) for w in range(workers)]  # dealt round robin
+    if n >= workers:
+        assert max(shares) - min(shares) <= rows
+        assert max(shares) <= -(-n // workers) + rows // 2 + 1

@@ -5,8 +5,9 @@
 its rows live on the workers, partition by partition, and never all in one process:
 
 * an in-memory array or a row source read here (a file streamed a block at a time) is
-  cut into partitions of about :data:`PARTITION_BYTES`, each scattered to one worker
-  (round robin) as soon as it is read, with its targets and fold ids;
+  cut into partitions of at most :data:`PARTITION_BYTES`, as many per worker on every
+  worker and of equal size (:func:`balanced_partition_rows`), each scattered to one
+  worker (round robin) as soon as it is read, with its targets and fold ids;
 * a ``dask.array`` X stays where it is computed: each row block becomes one partition
   on the cluster (``client.compute`` of the block with its targets and fold ids).
 
@@ -51,6 +52,22 @@ def add_results(out, part):
     return out + part
 
 
+def balanced_partition_rows(n_rows: int, row_bytes: float, n_workers: int) -> int:
+    """Rows per partition: every worker gets the same number of partitions of (about) the
+    same size, none over :data:`PARTITION_BYTES`.
+
+    The partition count is the smallest multiple of the worker count whose partitions
+    fit the byte limit (``n_workers * ceil(n bytes / (n_workers * PARTITION_BYTES))``),
+    so partitions dealt round robin give each worker an equal share of the rows (within
+    one partition's rows of rounding). Before, partitions were cut at the byte limit:
+    100,000 x 20 dense rows (16 MB) were one partition, all the work of one worker.
+    """
+    workers = max(int(n_workers), 1)
+    limit = max(1, int(PARTITION_BYTES // max(float(row_bytes), 8.0)))
+    count = workers * max(1, -(-int(n_rows) // (workers * limit)))
+    return max(1, -(-int(n_rows) // count))
+
+
 def _partition_map(function, part, chunk_rows, kwargs):
     """``function`` over the chunks of one partition ``(X, y, fold_ids, start)``."""
     X, y, fold_ids, _ = part
@@ -93,8 +110,9 @@ class DaskRows:
         source = X if is_row_source(X) else None
         n, d = (X.n_rows, X.n_dims) if source else X.shape
         row_bytes = source.row_bytes if source else 8.0 * d
-        rows = max(1, int(PARTITION_BYTES // max(row_bytes, 8.0)))
-        workers = itertools.cycle(sorted(client.scheduler_info()["workers"]) or [None])
+        names = sorted(client.scheduler_info()["workers"])
+        rows = balanced_partition_rows(n, row_bytes, len(names))
+        workers = itertools.cycle(names or [None])
         pieces = (source.chunks(rows) if source else
                   ((np.arange(a, min(a + rows, n)), X[a:a + rows], None)
                    for a in range(0, n, rows)))
