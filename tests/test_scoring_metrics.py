@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics
 
-from kernelcv.criteria.scoring import METRICS, SCORES, HeldoutScore
+from kernelcv.criteria.scoring import METRICS, SCORES, VALUE_SCORES, HeldoutScore
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(4, 40),
        name=st.sampled_from(SCORES), ties=st.booleans())
 def test_every_score_is_scikit_learns(seed, n, name, ties):
@@ -23,16 +23,47 @@ def test_every_score_is_scikit_learns(seed, n, name, ties):
         values = rng.normal(size=n)
         if ties:
             values = np.round(values, 0)
-        if name != "roc_auc":
+        if name not in VALUE_SCORES:
             values = np.where(values >= 0, 1.0, -1.0)
     else:
         y = rng.normal(size=n)
         if ties:
             y = np.round(y)
         values = y + rng.normal(size=n)
-    expected = float(getattr(metrics, METRICS[name])(y, values))
-    expected = -expected if name.startswith("neg_") else expected
-    assert score._score(y, values) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    assert score._score(y, values) == pytest.approx(_sklearn(name, y, values), rel=1e-12,
+                                                    abs=1e-12)
+
+
+def _sklearn(name, y, values):
+    import warnings
+
+    function, keywords = METRICS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zero_division: 0.0 with a warning there
+        expected = float(getattr(metrics, function)(y, values, **keywords))
+    return -expected if name.startswith("neg_") else expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(3, 40), k=st.integers(3, 6),
+       name=st.sampled_from([s for s in SCORES if s.endswith(("_macro", "_micro",
+                                                              "_weighted"))]))
+def test_averaged_scores_of_several_classes_are_scikit_learns(seed, n, k, name):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, size=n)
+    predicted = np.where(rng.random(n) < 0.6, y, rng.integers(0, k, size=n))
+    assert HeldoutScore(name)._score(y, predicted) == pytest.approx(
+        _sklearn(name, y, predicted), rel=1e-12, abs=1e-12)
+
+
+def test_binary_scores_refuse_more_classes_and_name_the_averaged_ones():
+    from kernelcv.exceptions import KernelCVError
+
+    with pytest.raises(KernelCVError, match="f1_macro"):
+        HeldoutScore("f1").check(True, 3)
+    with pytest.raises(KernelCVError, match="two classes"):
+        HeldoutScore("average_precision").check(True, 3)
+    HeldoutScore("f1_weighted").check(True, 3)
 
 
 def test_constant_targets_give_scikit_learns_r2():

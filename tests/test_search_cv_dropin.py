@@ -181,6 +181,40 @@ def test_binary_scoring_matches_gridsearchcv(binary, scoring):
         _check_invariants(search)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.UndefinedMetricWarning")
+@pytest.mark.parametrize("scoring", ["f1", "precision", "recall", "average_precision",
+                                     "f1_macro", "recall_weighted", "precision_micro"])
+def test_label_scores_of_two_classes_match_gridsearchcv(binary, scoring):
+    # issue 40: f1, precision, ... needed method="exact"; now every fast criterion has them
+    X, labels = binary
+    y = (labels == np.unique(labels)[-1]).astype(int)  # 0/1: scikit-learn's pos_label=1
+    folds = PredefinedSplit(np.arange(N) % 5)
+    reference = GridSearchCV(LSSVMClassifier(), GRID, cv=folds, scoring=scoring).fit(X, y)
+    for method in ("exact", "closed-form"):
+        search = KernelSearchCV(LSSVMClassifier(), GRID, cv=folds, scoring=scoring,
+                                method=method).fit(X, y)
+        np.testing.assert_allclose(search.cv_results_["mean_test_score"],
+                                   reference.cv_results_["mean_test_score"], atol=1e-10)
+        assert search.best_index_ == reference.best_index_
+        _check_invariants(search)
+    _check_invariants(KernelSearchCV(L2SVMClassifier(), GRID, cv=folds,
+                                     scoring=scoring).fit(X, y))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.UndefinedMetricWarning")
+@pytest.mark.parametrize("scoring", ["f1_macro", "f1_weighted", "precision_macro"])
+def test_averaged_label_scores_of_three_classes_match_gridsearchcv(three_classes, scoring):
+    X, y = three_classes
+    folds = StratifiedKFold(4)
+    estimator = LSSVMClassifier(multiclass="ovr")
+    reference = GridSearchCV(estimator, GRID, cv=folds, scoring=scoring).fit(X, y)
+    search = KernelSearchCV(estimator, GRID, cv=folds, scoring=scoring).fit(X, y)
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"],
+                               reference.cv_results_["mean_test_score"], atol=1e-10)
+    with pytest.raises(KernelCVError, match="f1_macro"):
+        KernelSearchCV(estimator, GRID, cv=folds, scoring="f1").fit(X, y)
+
+
 @pytest.mark.parametrize("scoring", ["r2", "neg_mean_absolute_error",
                                      "neg_root_mean_squared_error"])
 def test_regression_scoring_matches_gridsearchcv(regression, scoring):
@@ -225,7 +259,7 @@ def test_scorers_that_need_a_model_go_fold_by_fold(binary):
     with pytest.raises(KernelCVError, match="method='exact'"):
         KernelSearchCV(L2SVMClassifier(), GRID, scoring=f1).fit(X, y)
     with pytest.raises(KernelCVError, match="method='exact'"):
-        KernelSearchCV(L2SVMClassifier(), GRID, scoring="f1").fit(X, y)
+        KernelSearchCV(L2SVMClassifier(), GRID, scoring="neg_log_loss").fit(X, y)
     with pytest.raises(KernelCVError, match="unknown scoring"):
         KernelSearchCV(L2SVMClassifier(), GRID, scoring="nonsense").fit(X, y)
     with pytest.raises(KernelCVError, match="one metric"):

@@ -9,8 +9,11 @@ function (``sklearn.metrics``), applied to the held-out values.
 
 :class:`HeldoutScore` holds one metric name; :meth:`HeldoutScore.fold_losses` returns one
 *loss* per fold, the negated score (greater-is-better scores become smaller-is-better
-losses, so a search minimises every criterion the same way). Cost: O(n log n) for ROC AUC
-(a sort per fold), O(n) otherwise.
+losses, so a search minimises every criterion the same way). ROC AUC and average
+precision use the decision values; the others the held-out labels (precision, recall
+and F1 of the +1 class for two classes, or averaged: ``_macro``, ``_micro``,
+``_weighted``). Cost: O(n log n) for ROC AUC and average precision (a sort per fold),
+O(n k) otherwise.
 """
 
 from __future__ import annotations
@@ -21,18 +24,30 @@ import numpy as np
 
 from ..exceptions import KernelCVError
 
-CLASSIFICATION_SCORES = ("accuracy", "balanced_accuracy", "roc_auc")
+_AVERAGED = tuple(f"{name}_{average}" for name in ("f1", "precision", "recall")
+                  for average in ("macro", "micro", "weighted"))
+#: Scores of two classes only (the positive class is +1, the larger label).
+BINARY_SCORES = ("roc_auc", "average_precision", "f1", "precision", "recall")
+#: Scores computed from the held-out decision values themselves, not the labels.
+VALUE_SCORES = ("roc_auc", "average_precision")
+CLASSIFICATION_SCORES = ("accuracy", "balanced_accuracy", *BINARY_SCORES, *_AVERAGED)
 REGRESSION_SCORES = ("neg_mean_squared_error", "neg_root_mean_squared_error",
                      "neg_mean_absolute_error", "r2")
 SCORES = CLASSIFICATION_SCORES + REGRESSION_SCORES
 
 
-# scikit-learn's metric function of each score name, which the functions below compute
-# (tests/test_scoring_metrics.py compares them).
-METRICS = {"accuracy": "accuracy_score", "balanced_accuracy": "balanced_accuracy_score",
-           "roc_auc": "roc_auc_score", "neg_mean_squared_error": "mean_squared_error",
-           "neg_root_mean_squared_error": "root_mean_squared_error",
-           "neg_mean_absolute_error": "mean_absolute_error", "r2": "r2_score"}
+# scikit-learn's metric function of each score name and its keyword arguments, which the
+# functions below compute (tests/test_scoring_metrics.py compares them).
+METRICS = {"accuracy": ("accuracy_score", {}),
+           "balanced_accuracy": ("balanced_accuracy_score", {}),
+           "roc_auc": ("roc_auc_score", {}),
+           "average_precision": ("average_precision_score", {}),
+           **{name: (f"{name}_score", {}) for name in ("f1", "precision", "recall")},
+           **{name: (f"{name.split('_')[0]}_score", {"average": name.split("_")[1]})
+              for name in _AVERAGED},
+           "neg_mean_squared_error": ("mean_squared_error", {}),
+           "neg_root_mean_squared_error": ("root_mean_squared_error", {}),
+           "neg_mean_absolute_error": ("mean_absolute_error", {}), "r2": ("r2_score", {})}
 
 
 @dataclass(frozen=True)
@@ -65,9 +80,13 @@ class HeldoutScore:
             offered = CLASSIFICATION_SCORES if classifier else REGRESSION_SCORES
             raise KernelCVError(f"scoring {self.name!r} does not apply to {task}; use one "
                                 f"of {', '.join(offered)}")
-        if self.name == "roc_auc" and n_classes is not None and n_classes > 2:
-            raise KernelCVError(f"scoring 'roc_auc' needs two classes, got {n_classes}; use "
-                                "'accuracy' or 'balanced_accuracy' for more classes")
+        if self.name in BINARY_SCORES and n_classes is not None and n_classes > 2:
+            raise KernelCVError(f"scoring {self.name!r} needs two classes, got {n_classes}; "
+                                "use 'accuracy', 'balanced_accuracy' or an averaged one "
+                                f"('{self.name}_macro', 'f1_weighted', ...) for more classes"
+                                if self.name not in VALUE_SCORES else
+                                f"scoring {self.name!r} needs two classes, got {n_classes}; "
+                                "use 'accuracy' or 'balanced_accuracy' for more classes")
 
     def fold_losses(self, y, predictions, fold_ids) -> np.ndarray:
         """One loss (the negated score) per fold.
@@ -81,7 +100,7 @@ class HeldoutScore:
         """
         t = int(fold_ids.max()) + 1
         binary = self.for_classifiers and set(np.unique(y).tolist()) <= {-1.0, 1.0}
-        if self.for_classifiers and self.name != "roc_auc":
+        if self.for_classifiers and self.name not in VALUE_SCORES:
             # A binary value of exactly 0 counts as the +1 class, as in the 0-1 error.
             predictions = np.where(predictions >= 0, 1.0, -1.0) if binary else predictions
         losses = np.empty(t)
@@ -94,9 +113,10 @@ class HeldoutScore:
         """scikit-learn's metric of this name, computed here with numpy: the same
         formulas (tested against ``sklearn.metrics``) without its per-call input checks,
         which doubled a search's time (335 calls on wine)."""
-        if self.name == "roc_auc" and np.unique(y).size < 2:
-            raise KernelCVError("roc_auc is undefined on a test fold with one class; use "
-                                "stratified folds (an integer cv) or scoring='accuracy'")
+        if self.name in VALUE_SCORES and np.unique(y).size < 2:
+            raise KernelCVError(f"{self.name} is undefined on a test fold with one class; "
+                                "use stratified folds (an integer cv) or "
+                                "scoring='accuracy'")
         value = _METRIC_FUNCTIONS[self.name](np.asarray(y), np.asarray(values))
         return -value if self.name.startswith("neg_") else value
 
@@ -132,6 +152,57 @@ def _average_ranks(values) -> np.ndarray:
     return ranks
 
 
+def _average_precision(y, scores) -> float:
+    """Area under the precision-recall curve as scikit-learn sums it: over the distinct
+    scores in decreasing order, ``sum (R_k - R_{k-1}) P_k`` (tied scores one step). O(n log n)."""
+    positive = y == np.max(y)
+    order = np.argsort(-scores, kind="mergesort")
+    ordered, hits = scores[order], positive[order].astype(np.float64)
+    last = np.r_[np.flatnonzero(np.diff(ordered) != 0), ordered.size - 1]  # each threshold
+    true_pos = np.cumsum(hits)[last]
+    precision = true_pos / (last + 1.0)
+    recall = true_pos / true_pos[-1]
+    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+
+
+def _class_counts(y, predicted):
+    """Per class present in y or in the predictions: true positives, predicted and true
+    counts (scikit-learn's labels for the averaged scores)."""
+    classes = np.union1d(y, predicted)
+    hits = np.array([np.sum((y == c) & (predicted == c)) for c in classes], dtype=float)
+    chosen = np.array([np.sum(predicted == c) for c in classes], dtype=float)
+    support = np.array([np.sum(y == c) for c in classes], dtype=float)
+    return classes, hits, chosen, support
+
+
+def _ratio(top, bottom):
+    """``top / bottom`` with 0 where the bottom is 0 (scikit-learn's zero_division)."""
+    return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), 0.0)
+
+
+def _per_class(kind, hits, chosen, support):
+    if kind == "precision":
+        return _ratio(hits, chosen)
+    if kind == "recall":
+        return _ratio(hits, support)
+    return _ratio(2.0 * hits, chosen + support)  # F1 = 2 tp / (2 tp + fp + fn)
+
+
+def _class_score(kind, average):
+    """Precision, recall or F1 of the positive class (+1) or averaged over the classes."""
+    def score(y, predicted) -> float:
+        classes, hits, chosen, support = _class_counts(y, predicted)
+        if average == "micro":  # one label per sample: pooled counts
+            return float(_per_class(kind, hits.sum(), chosen.sum(), support.sum()))
+        values = _per_class(kind, hits, chosen, support)
+        if average == "binary":
+            return float(values[classes == 1.0][0]) if np.any(classes == 1.0) else 0.0
+        if average == "weighted":
+            return float(np.sum(values * support) / support.sum()) if support.sum() else 0.0
+        return float(np.mean(values))
+    return score
+
+
 def _mse(y, predicted) -> float:
     return float(np.mean((y - predicted) ** 2))
 
@@ -150,6 +221,9 @@ def _r2(y, predicted) -> float:
 
 _METRIC_FUNCTIONS = {
     "accuracy": _accuracy, "balanced_accuracy": _balanced_accuracy, "roc_auc": _roc_auc,
+    "average_precision": _average_precision,
+    **{name: _class_score(name, "binary") for name in ("f1", "precision", "recall")},
+    **{name: _class_score(*name.split("_")) for name in _AVERAGED},
     "neg_mean_squared_error": _mse,
     "neg_root_mean_squared_error": lambda y, p: float(np.sqrt(_mse(y, p))),
     "neg_mean_absolute_error": lambda y, p: float(np.mean(np.abs(y - p))),

@@ -83,11 +83,14 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``method="rff"`` and the poly kernel keep the method's fixed gamma grid.
     scoring : str, callable or None, default=None
         None: accuracy (classifiers) or negative MSE (regressors). The fast criteria
-        compute ``"accuracy"``, ``"balanced_accuracy"``, ``"roc_auc"`` (two classes),
-        ``"neg_mean_squared_error"``, ``"neg_root_mean_squared_error"``,
-        ``"neg_mean_absolute_error"`` and ``"r2"`` from the held-out decision values;
-        other scorer names and callables ``scorer(estimator, X, y)`` need
-        ``method="exact"``.
+        compute ``"accuracy"``, ``"balanced_accuracy"``, ``"roc_auc"``,
+        ``"average_precision"``, ``"f1"``, ``"precision"``, ``"recall"`` (two classes;
+        the +1 class is the larger label), ``"f1_macro"`` and the other ``_macro``,
+        ``_micro``, ``_weighted`` averages, ``"neg_mean_squared_error"``,
+        ``"neg_root_mean_squared_error"``, ``"neg_mean_absolute_error"`` and ``"r2"``
+        from the held-out decision values (:mod:`kernelcv.criteria.scoring`); other
+        scorer names (``"neg_log_loss"``) and callables ``scorer(estimator, X, y)``
+        need ``method="exact"``.
     cv : int, splitter, iterable of (train, test) or "auto", default=None (10)
         An int t: stratified (classifiers) shuffled folds seeded by ``random_state``, the
         same as ``StratifiedKFold(t, shuffle=True, random_state=random_state)``
