@@ -18,7 +18,7 @@ from sklearn.svm import SVC
 
 from kernelcv import KernelSearchCV
 from kernelcv.estimators import HuberSVMClassifier
-from kernelcv.estimators._calibration import fit_score_scale
+from kernelcv.machines.calibration import fit_score_scale
 
 
 def test_the_binary_scale_is_the_maximum_likelihood_one():
@@ -64,7 +64,7 @@ def test_multiclass_probabilities_agree_with_predict(multiclass):
 
 
 def test_the_pair_scale_repairs_a_disagreeing_row_by_a_swap():
-    from kernelcv.estimators._calibration import PairScale
+    from kernelcv.machines.calibration import PairScale
 
     # 3 classes, pairs (0,1), (0,2), (1,2): class 1 wins two votes by a hair, class 2
     # has a large summed value; with a dominant value scale class 2 would be likeliest
@@ -87,7 +87,7 @@ def test_regressors_have_no_probabilities():
 def test_uninformative_scores_still_put_the_predicted_class_on_top():
     # a fitted scale of 0 (noise scores) gave uniform rows whose first arg-max was not
     # the predicted class: 63 of 300 one-vs-one rows disagreed
-    from kernelcv.estimators._calibration import fit_pair_scale, fit_score_scale
+    from kernelcv.machines.calibration import fit_pair_scale, fit_score_scale
     from kernelcv.machines.multiclass import predict_codes
 
     rng = np.random.default_rng(0)

@@ -25,7 +25,8 @@ from sklearn.utils.validation import check_is_fitted
 from ..criteria.scoring import SCORES, HeldoutScore
 from ..exceptions import KernelCVError
 from ..machines import make_machine
-from ..machines.multiclass import class_scores
+from ..machines.calibration import PairScale, fit_score_scale
+from ..selection.calibration import calibrate_choice, class_codes
 from ..selection.feature_growth import MAX_FEATURES, TIME_BUDGET
 from ..selection.feature_space import FeatureSpace
 from ..selection.final import check_final_kernel, fit_final
@@ -34,9 +35,8 @@ from ..selection.options import Execution, Safeguards, SearchSpace
 from ..selection.refine import refine_for_final
 from ..selection.screening import Screening
 from ..selection.search import make_method, run_search
-from ..validation import check_data, make_folds, splitter_fold_ids
+from ..validation import make_folds, splitter_fold_ids
 from ._base import _resolve_gamma
-from ._calibration import PairScale, ScoreScale, fit_pair_scale, fit_score_scale
 from ._search_refit import refit_search
 from ._search_results import cv_results
 from ._search_space import ESTIMATORS, default_grid, grid_candidates, split_estimator
@@ -141,7 +141,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         parameters (C and alpha as lam); for an ``SVC``, ``SVR`` or ``KernelRidge`` its
         kernelcv stand-in.
     calibration_ : classifiers searched by a kernel method: the
-        :class:`~kernelcv.estimators._calibration.ScoreScale` behind ``predict_proba``,
+        :class:`~kernelcv.machines.calibration.ScoreScale` behind ``predict_proba``,
         fitted on the chosen candidate's out-of-fold decision values (its exact
         confirmation's, or one exact refit CV of it; fold-by-fold searches: their own
         refits' values); None otherwise.
@@ -365,7 +365,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             if classifier:  # its out-of-fold values: t more fits, as GridSearchCV's refits
                 values = cross_val_predict(chosen, X, y, cv=PredefinedSplit(fold_ids),
                                            method="decision_function")
-                self.calibration_ = fit_score_scale(values, _class_codes(y))
+                self.calibration_ = fit_score_scale(values, class_codes(y))
 
     def _fit_fast(self, head, base, prefix, params, search_params, lams, X, y, folds,
                   classifier, score, method, rff):
@@ -441,7 +441,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             # a refit callable may pick a candidate the screening never evaluated
             candidate = (result.candidates[lookup[key]] if key in lookup
                          else {**dict(key[0]), "lam": key[1], "n_folds": self.n_splits_})
-            self.calibration_ = _calibrate_search(result, lookup.get(key), candidate,
+            self.calibration_ = calibrate_choice(result, lookup.get(key), candidate,
                                                   X_checked, np.asarray(y))
 
     # ------------------------------------------------------------------ predict
@@ -547,32 +547,6 @@ def _screened_out(result) -> dict:
     return {"score": None, "cv_error": None, "exact_error": None, "fold_errors": None,
             "fold_sizes": None, "seconds": 0.0, "method": result.method, "order_used": None,
             "n_folds": result.folds, "status": "screened out", "degenerate": False}
-
-
-def _class_codes(y) -> np.ndarray:
-    """Each label's position in the sorted classes (``classes_``' order)."""
-    return np.unique(np.asarray(y), return_inverse=True)[1].astype(np.intp)
-
-
-def _calibrate_search(result, index, best, X_checked, y) -> ScoreScale | PairScale:
-    """The probability scale from the out-of-fold decision values of the chosen
-    candidate ``best`` (the search's candidate ``index``, or None if it evaluated none):
-    its confirmation's, or one exact refit CV of it when the search made none (t fits)."""
-    values = None if index is None else result.exact_values.get(index)
-    machine = result.machine_spec
-    if values is None:
-        _, y_encoded, _ = check_data(X_checked, y, True, multiclass=True)
-        setting = {key: best[key] for key in ("kernel", "gamma", "degree", "coef0")
-                   if key in best}
-        found = result.criterion.exact_candidate(
-            X_checked, y_encoded, result.fold_ids, setting, float(best["lam"]),
-            int(best["n_folds"]), machine=machine)
-        values = np.asarray(found["heldout_values"], dtype=np.float64)
-    if values.ndim == 2 and machine.multiclass == "ovo":
-        return fit_pair_scale(values, _class_codes(y), machine.n_classes)
-    if values.ndim == 2:
-        values = class_scores(values, machine.n_classes, machine.multiclass)
-    return fit_score_scale(values, _class_codes(y))
 
 
 def _machine_values(estimator, X):

@@ -29,7 +29,7 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import log_softmax
 
-from ..machines.multiclass import pair_votes
+from .multiclass import pair_votes
 
 # Largest scale tried, relative to the spread of the scores: separable out-of-fold values
 # would otherwise push a to infinity (probabilities of exactly 0 and 1).
