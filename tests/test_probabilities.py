@@ -103,3 +103,12 @@ def test_uninformative_scores_still_put_the_predicted_class_on_top():
     assert np.array_equal(anti.probabilities(f).argmax(axis=1), (f > 0).astype(int))
     ovr = fit_score_scale(values, codes)
     assert np.array_equal(ovr.probabilities(values).argmax(axis=1), values.argmax(axis=1))
+
+
+def test_the_log_softmax_is_scipys():
+    from scipy.special import log_softmax
+
+    from kernelcv.machines.calibration import _log_softmax
+
+    z = np.random.default_rng(0).normal(scale=30.0, size=(50, 4))
+    assert np.allclose(_log_softmax(z), log_softmax(z, axis=1), rtol=1e-12, atol=1e-12)

@@ -10,14 +10,16 @@ Fold i's problem is ``J_i(f, b) = (1/m_i) sum_{a in R_i} L(y_a, f(x_a) + b) + la
 (``R_i`` the m_i retained rows). The approximate model is ``f^ = sum_a c_a k(x_a, .)``
 (coefficients on all n rows) with an intercept. Three facts give the enclosure:
 
-1. ``h(f) = min_b J_i(f, b)`` is ``2 lam``-strongly convex (a partial minimum of a jointly
-   convex function plus ``lam ||f||^2``), so its minimiser ``f*`` (the exact refit) obeys
-   ``||f^ - f*||_H <= ||grad h(f^)||_H / (2 lam) =: r``, and
-   ``|f^(x) - f*(x)| <= r sqrt(k(x, x))`` at every x.
-2. ``grad h(f^) = sum_a G_a k(x_a, .)`` with ``G_a = 2 lam c_a + 1[a in R_i] L'_a / m_i``,
-   the loss derivatives at ``f^ + b^`` for any ``b^`` minimising ``J_i(f^, .)`` (all such
-   ``b^`` give the same derivatives: where ``J_i(f^, .)`` is flat every loss is affine), so
-   ``||grad h||_H^2 = G' K G``.
+1. ``J_i`` is convex in ``(f, b)`` plus ``lam ||f||^2``, so its gradient is monotone with
+   ``<grad J(f^, b^) - grad J(f*, b*), (f^ - f*, b^ - b*)> >= 2 lam ||f^ - f*||_H^2``
+   and ``grad J(f*, b*) = 0`` at the exact refit. With ``g = ||grad_f J(f^, b^)||_H``,
+   the intercept's residual ``eta = d J / d b`` at ``b^`` (the midpoint of fact 3's
+   interval, ideally 0) and ``|b^ - b*| <= (b_hi - b_lo) / 2 + kappa x`` (fact 3), the
+   distance ``x = ||f^ - f*||_H`` obeys ``2 lam x^2 <= (g + |eta| kappa) x + |eta|
+   (b_hi - b_lo) / 2``: ``x <= r``, the positive root (``g / (2 lam)`` when ``eta = 0``),
+   and ``|f^(x) - f*(x)| <= r sqrt(k(x, x))`` at every x.
+2. ``grad_f J(f^, b^) = sum_a G_a k(x_a, .)`` with ``G_a = 2 lam c_a + 1[a in R_i]
+   L'_a / m_i``, the loss derivatives at ``f^ + b^``, so its norm is ``sqrt(G' K G)``.
 3. The intercepts minimising ``J_i(f^, .)`` are the roots ``[b_lo, b_hi]`` of the
    nondecreasing ``phi(b) = sum_{a in R_i} L'(y_a, f^(x_a) + b)``. Moving every
    ``f(x_a)`` by at most ``r kappa`` (``kappa = max_{a in R_i} sqrt(K_aa)``) moves the
@@ -42,9 +44,11 @@ exact held-out value of a row j of fold i lies in::
 (``kappa`` and the intercept terms are absent without an intercept). This is a bound,
 not an estimate; it is loose by the factor between ``2 lam`` and the objective's actual
 curvature, so it certifies the values of well-regularised problems and of Newton steps
-that changed no loss piece, and leaves the rest flagged. Rounding of ``G' K G`` is
-covered by adding ``8 u sqrt(n ||K||_2)`` times the size of ``G``'s terms (``||K||_2 <= n
-max K_jj``).
+that changed no loss piece, and leaves the rest flagged. Rounding is covered by adding
+``8 u sqrt(n ||K||_2)`` times the size of ``G``'s terms (``||K||_2 <= n max K_jj``) and
+``sqrt(n u max K_jj) sum |G|`` (the sum ``G' K G``) to ``g``, ``n u sum |L'| / m`` to
+``eta``. (Fact 1 with ``eta`` is a review's correction: the first version took ``b^`` as
+an exact root, which a bisected midpoint is not, and one refit value fell 7e-7 outside.)
 
 :func:`certified_error` converts the enclosure into the units of the CV error (the share
 of held-out labels not fixed by it, or the MSE's largest change); a value whose bound
@@ -120,19 +124,27 @@ def fold_out_enclosure(K, y, fold_ids, lam, loss, fit_intercept, coef, intercept
         share = np.where(retained, derivative, 0.0) / m[None, :]
         G = 2.0 * lam * coef + share
         squared = np.einsum("at,at->t", G, K @ G)
-        size = np.linalg.norm(2.0 * lam * np.abs(coef) + np.abs(share), axis=0)
-        # ||K||_2 <= n max_j K_jj for a positive semi-definite K (|K_ab| <= sqrt(K_aa K_bb))
-        norm_K = n * float(np.max(np.abs(np.diag(K)))) if n else 0.0
-        rounding = 8.0 * np.finfo(np.float64).eps * np.sqrt(n * norm_K) * size
+        u = np.finfo(np.float64).eps
+        top_k = float(np.max(np.abs(np.diag(K)))) if n else 0.0
+        # rounding of G's terms (||K||_2 <= n max_j K_jj for a positive semi-definite K)
+        # and of the sum G'KG (sqrt of its error, at most n u max K_jj (sum |G|)^2)
+        terms = np.linalg.norm(2.0 * lam * np.abs(coef) + np.abs(share), axis=0)
+        rounding = (8.0 * u * np.sqrt(n * n * top_k) * terms
+                    + np.sqrt(n * u * top_k) * np.abs(G).sum(axis=0))
         norm = np.sqrt(np.maximum(squared, 0.0)) + rounding
-        radius = norm / (2.0 * lam)
-        radius = np.where(np.isfinite(radius), radius, np.inf)
         root_k = np.sqrt(np.maximum(np.diag(K), 0.0))
         rows = np.arange(n)
         own = F[rows, fold_ids]
         kappa = np.zeros(t)
         if fit_intercept:
             kappa = np.array([root_k[retained[:, i]].max(initial=0.0) for i in range(t)])
+        # fact 1 with the intercept's own residual eta = phi(middle) / m (middle need not
+        # be an exact root): 2 lam x^2 <= (norm + |eta| kappa) x + |eta| (hi - lo) / 2
+        eta = np.abs(share.sum(axis=0)) + n * u * np.abs(share).sum(axis=0)
+        width = np.where(np.isfinite(hi - lo), hi - lo, np.inf) if fit_intercept else 0.0
+        linear = norm + eta * kappa
+        radius = (linear + np.sqrt(linear * linear + 4.0 * lam * eta * width)) / (4.0 * lam)
+        radius = np.where(np.isfinite(radius), radius, np.inf)
         # fact 4: the coefficients' distance, row by row, through the kernel rows
         moved = (radius[None, :] * (root_k[:, None] + kappa[None, :])
                  + 0.5 * (hi - lo)[None, :])  # |change of f + b| at each retained row

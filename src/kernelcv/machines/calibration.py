@@ -26,10 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize, minimize_scalar
-from scipy.special import log_softmax
 
-from .multiclass import pair_votes
+from .multiclass import class_scores, pair_votes
 
 # Largest scale tried, relative to the spread of the scores: separable out-of-fold values
 # would otherwise push a to infinity (probabilities of exactly 0 and 1).
@@ -43,6 +41,10 @@ class ScoreScale:
     scale: float
     log_loss: float
 
+    def to_dict(self) -> dict:
+        """JSON-able form (a saved model's header)."""
+        return {"kind": "score", "scale": self.scale, "log_loss": self.log_loss}
+
     def probabilities(self, scores) -> np.ndarray:
         """(n, k) class probabilities: ``scores`` is (n,) for two classes (positive means
         the second class), else (n, k) class scores."""
@@ -54,9 +56,19 @@ class ScoreScale:
         return _predicted_on_top(p, predicted)
 
 
+def _log_softmax(z, axis=1):
+    """``log softmax(z)`` along ``axis`` (scipy's, without importing scipy.special on the
+    command line's path)."""
+    top = np.max(z, axis=axis, keepdims=True)
+    shifted = z - np.where(np.isfinite(top), top, 0.0)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
 def fit_score_scale(scores, codes) -> ScoreScale:
     """Fit ``a`` to out-of-fold ``scores`` ((n,) or (n, k)) and true class ``codes``
     (0/1 for two classes, 0..k-1 for more)."""
+    from scipy.optimize import minimize_scalar  # fitting only: not on predict's path
+
     scores = np.asarray(scores, dtype=np.float64)
     codes = np.asarray(codes, dtype=np.intp)
     spread = float(np.std(scores)) or 1.0
@@ -75,7 +87,7 @@ def _log_probabilities(scores, a) -> np.ndarray:
     if scores.ndim == 1:  # two classes: log sigmoid of -a f and of a f
         z = a * scores
         return np.column_stack([-np.logaddexp(0.0, z), -np.logaddexp(0.0, -z)])
-    return log_softmax(a * scores, axis=1)
+    return _log_softmax(a * scores, axis=1)
 
 
 @dataclass(frozen=True)
@@ -88,22 +100,30 @@ class PairScale:
     n_classes: int
     log_loss: float
 
+    def to_dict(self) -> dict:
+        """JSON-able form (a saved model's header)."""
+        return {"kind": "pair", "vote_scale": self.vote_scale,
+                "value_scale": self.value_scale, "n_classes": self.n_classes,
+                "log_loss": self.log_loss}
+
     def probabilities(self, machine_values) -> np.ndarray:
         """(n, k) class probabilities from the (n, m) pair machines' values."""
         votes, values = pair_votes(machine_values, self.n_classes)
-        p = np.exp(log_softmax(self.vote_scale * votes + self.value_scale * values, axis=1))
+        p = np.exp(_log_softmax(self.vote_scale * votes + self.value_scale * values, axis=1))
         predicted = np.argmax(votes + values / (3.0 * (np.abs(values) + 1.0)), axis=1)
         return _predicted_on_top(p, predicted)
 
 
 def fit_pair_scale(machine_values, codes, n_classes: int) -> PairScale:
     """Fit :class:`PairScale` to out-of-fold pair values and true class codes."""
+    from scipy.optimize import minimize  # fitting only: not on predict's path
+
     votes, values = pair_votes(machine_values, n_classes)
     codes = np.asarray(codes, dtype=np.intp)
     rows = np.arange(codes.size)
 
     def loss(scales):
-        return -float(np.mean(log_softmax(scales[0] * votes + scales[1] * values,
+        return -float(np.mean(_log_softmax(scales[0] * votes + scales[1] * values,
                                           axis=1)[rows, codes]))
 
     start = fit_score_scale(votes + values / (3.0 * (np.abs(values) + 1.0)), codes).scale
@@ -111,6 +131,33 @@ def fit_pair_scale(machine_values, codes, n_classes: int) -> PairScale:
                      bounds=[(0.0, _MAX_SCALE), (0.0, _MAX_SCALE)])
     a, b = (float(v) for v in found.x)
     return PairScale(vote_scale=a, value_scale=b, n_classes=n_classes, log_loss=loss(found.x))
+
+
+def calibration_from_dict(entry) -> ScoreScale | PairScale:
+    """The scale :meth:`ScoreScale.to_dict` or :meth:`PairScale.to_dict` wrote; ValueError
+    for anything else (a damaged header)."""
+    if not isinstance(entry, dict) or entry.get("kind") not in ("score", "pair"):
+        raise ValueError("the calibration entry is not a probability scale")
+    numbers = {key: float(value) for key, value in entry.items() if key != "kind"}
+    if not all(np.isfinite(v) and v >= 0 for k, v in numbers.items() if k != "log_loss"):
+        raise ValueError("the calibration's scales are not finite non-negative numbers")
+    if entry["kind"] == "score":
+        return ScoreScale(scale=numbers["scale"], log_loss=numbers["log_loss"])
+    return PairScale(vote_scale=numbers["vote_scale"], value_scale=numbers["value_scale"],
+                     n_classes=int(numbers["n_classes"]), log_loss=numbers["log_loss"])
+
+
+def machine_probabilities(calibration, values, n_classes: int, scheme: str) -> np.ndarray:
+    """(n, k) class probabilities (columns in the classes' sorted order) from a model's
+    decision values: (n,) for two classes, else (n, m) binary machines' values of the
+    one-vs-one (:class:`PairScale`) or one-vs-rest scheme (class scores, then
+    :class:`ScoreScale`)."""
+    values = np.asarray(values, dtype=np.float64)
+    if isinstance(calibration, PairScale):
+        return calibration.probabilities(values)
+    if values.ndim == 2:
+        values = class_scores(values, n_classes, scheme)
+    return calibration.probabilities(values)
 
 
 def _predicted_on_top(p, predicted) -> np.ndarray:

@@ -43,6 +43,7 @@ from ..features import FeatureMap, LinearFeatureModel
 from ..kernels import Kernel
 from ..memory import format_bytes, memory_budget
 from . import MACHINES, make_machine
+from .calibration import calibration_from_dict, machine_probabilities
 from .model import KernelModel
 from .multiclass import MulticlassFeatureModel
 
@@ -65,6 +66,8 @@ class SavedModel:
     model : :class:`~kernelcv.machines.model.KernelModel`
         The fitted machine (on scaled data when the header names a scaling).
     classes_ : the labels of a classifier (None for a regressor).
+    calibration : the probability scale of ``predict_proba``
+        (:mod:`kernelcv.machines.calibration`), or None when the file has none.
     """
 
     def __init__(self, model, header: dict, shift=None, scale=None):
@@ -75,6 +78,11 @@ class SavedModel:
         self.classes_ = getattr(model, "classes_", None)
         if isinstance(model, LinearFeatureModel) and model.classes is not None:
             self.classes_ = np.asarray(model.classes)
+        entry = header.get("calibration")
+        self.calibration = None if entry is None else calibration_from_dict(entry)
+        if entry is not None and (self.classes_ is None or getattr(
+                self.calibration, "n_classes", self.classes_.size) != self.classes_.size):
+            raise ValueError("the calibration does not fit the classes")
 
     def _prepare(self, X):
         if not sp.issparse(X):
@@ -102,6 +110,21 @@ class SavedModel:
     def predict(self, X):
         """Labels of a classifier, predicted values of a regressor, on raw ``X``."""
         return self.model.predict(self._prepare(X))
+
+    def predict_proba(self, X):
+        """(n, k) class probabilities on raw ``X``, columns in ``classes_`` order: the
+        decision values scaled by the calibration fitted when the model was saved (on
+        the chosen candidate's out-of-fold values); the most probable class is always
+        the predicted one."""
+        if self.calibration is None:
+            raise KernelCVError(
+                "this model has no probability calibration: it is a regressor, a "
+                "random-feature (--method rff) model, or was saved before kernelcv kept "
+                "probabilities with its models; save it again with kernelcv select "
+                "--save-model")
+        machine = self.model.machine
+        return machine_probabilities(self.calibration, self.decision_function(X),
+                                     int(self.classes_.size), machine.multiclass)
 
     def score(self, X, y) -> float:
         """scikit-learn's default score: accuracy for a classifier, R^2 for a regressor
@@ -131,13 +154,16 @@ def check_model_path(path) -> None:
         raise KernelCVError(f"--save-model {path}: the folder {folder} is not writable")
 
 
-def save_model(path, model, scaling: dict | None = None, machine=None, lam=None) -> str:
+def save_model(path, model, scaling: dict | None = None, machine=None, lam=None,
+               calibration=None) -> str:
     """Write the fitted ``model`` (and the ``scaling`` fitted on its training data, a dict
     with ``kind``, ``shift`` and ``scale`` as :mod:`kernelcv.reports.scaling` makes) to
     ``path`` atomically; returns the path as a string.
 
     ``model``: a :class:`KernelModel`, or a :class:`~kernelcv.features.LinearFeatureModel`
-    with the ``machine`` it stands for and its ``lam``."""
+    with the ``machine`` it stands for and its ``lam``. ``calibration``: a classifier's
+    probability scale (:mod:`kernelcv.machines.calibration`), kept in the header for
+    ``predict_proba``."""
     if isinstance(model, LinearFeatureModel):
         arrays, header = _feature_model(model, machine, lam)
         return _write(path, arrays, header, scaling)
@@ -159,6 +185,8 @@ def save_model(path, model, scaling: dict | None = None, machine=None, lam=None)
         "lam": float(model.lam), "n_features": int(X_fit.shape[1]),
         "n_samples": int(X_fit.shape[0]), "sparse": sp.issparse(X_fit),
     }
+    if calibration is not None and machine.is_classifier:
+        header["calibration"] = calibration.to_dict()
     return _write(path, arrays, header, scaling)
 
 

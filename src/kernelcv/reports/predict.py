@@ -22,7 +22,7 @@ from .io import check_distinct_paths, new_file_mode
 __all__ = ["run_predict"]
 
 
-def run_predict(model_path, data, *, out=None, values=False, header="auto",
+def run_predict(model_path, data, *, out=None, values=False, proba=False, header="auto",
                 target=None) -> dict:
     """Predict ``data`` with the model at ``model_path``.
 
@@ -33,34 +33,54 @@ def run_predict(model_path, data, *, out=None, values=False, header="auto",
     out : file for the predictions, one per line (None: returned in the report).
     values : write decision values (one column per binary machine, space-separated)
         instead of labels.
+    proba : write each label followed by the class probabilities (a first line
+        ``labels C1 C2 ...`` names the columns, as LIBSVM's ``svm-predict -b 1``); the
+        report then has ``log_loss`` where the targets are the model's classes.
     header, target : CSV options, as ``kernelcv select`` takes them.
 
     Returns
     -------
     dict with ``model``, ``data``, ``n_samples``, ``task`` (classification or
     regression), ``accuracy`` (classifiers whose targets are among the model's classes,
-    else None) or ``mse`` (regressors), ``out`` and ``predictions`` (None when written
-    to ``out``).
+    else None) or ``mse`` (regressors), ``log_loss`` (with ``proba``), ``out`` and
+    ``predictions`` (None when written to ``out``).
     """
+    if values and proba:
+        raise KernelCVError("give values or proba, not both")
     check_distinct_paths({"--output": out}, {"MODEL": model_path, "DATA": data})
     model = load_model(model_path)
+    if proba and model.classes_ is None:
+        raise KernelCVError(f"{model_path}: a regression model has no class probabilities")
+    if proba and model.calibration is None:
+        model.predict_proba(np.zeros((0, 1)))  # its one-line reason
     X, y = load_data(data, header=header, target=target)
     predicted = model.predict(X)
     classifier = model.classes_ is not None
     report = {"model": os.fspath(model_path), "data": os.fspath(data),
               "n_samples": int(X.shape[0]),
               "task": "classification" if classifier else "regression",
-              "accuracy": None, "mse": None, "out": None if out is None else os.fspath(out),
-              "predictions": None}
+              "accuracy": None, "mse": None, "log_loss": None,
+              "out": None if out is None else os.fspath(out), "predictions": None}
+    probabilities = model.predict_proba(X) if proba else None
     if classifier:
         known = np.isin(y, model.classes_)
         if known.all():
             report["accuracy"] = float(np.mean(predicted == y))
+            if probabilities is not None:
+                rows = np.searchsorted(np.asarray(model.classes_), y)
+                chosen = probabilities[np.arange(y.shape[0]), rows]
+                report["log_loss"] = float(-np.mean(np.log(np.maximum(chosen, 1e-300))))
     else:
         with np.errstate(over="ignore", invalid="ignore"):
             report["mse"] = float(np.mean((np.asarray(y, dtype=np.float64) - predicted) ** 2))
-    lines = (_value_lines(model.decision_function(X)) if values
-             else [_label(v) for v in predicted])
+    if values:
+        lines = _value_lines(model.decision_function(X))
+    elif proba:
+        lines = ["labels " + " ".join(_label(c) for c in model.classes_)]
+        lines += [f"{_label(label)} " + " ".join(f"{p:.6g}" for p in row)
+                  for label, row in zip(predicted, probabilities, strict=True)]
+    else:
+        lines = [_label(v) for v in predicted]
     if out is None:
         report["predictions"] = lines
     else:

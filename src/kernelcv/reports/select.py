@@ -25,6 +25,7 @@ from ..machines.saved_model import check_model_path
 from ..machines.saved_model import save_model as save_model_file
 from ..plotting import cv_curve_figure, figure_class, heatmap_figure
 from ..selection.backends import run_tasks
+from ..selection.calibration import calibrate_choice
 from ..selection.feature_growth import MAX_FEATURES, TIME_BUDGET
 from ..selection.final import ChunkedSVC, check_final_kernel, fit_final, svc_as_kernel_model
 from ..selection.method_choice import method_name
@@ -267,7 +268,13 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         report["saved_model"] = _save_final(save_model, final_model, result, scaling)
     elif save_model is not None:
         refit = refit or _refit_choice(result, X, y, memory_budget)
-        report["saved_model"] = save_model_file(save_model, refit, scaling)
+        calibration = None
+        if result.machine_spec.is_classifier and not stream:
+            calibration_tic = time.perf_counter()
+            calibration = calibrate_choice(result, result.best_index, result.best, X, y)
+            report["timings"]["calibration_seconds"] = time.perf_counter() - calibration_tic
+        report["saved_model"] = save_model_file(save_model, refit, scaling,
+                                                calibration=calibration)
     report["timings"]["total_seconds"] = time.perf_counter() - tic
     if out is not None:
         names = [*outputs, REPORT_NAME]
