@@ -419,8 +419,14 @@ def _exact(candidate):
     return _num(candidate["exact_error"])
 
 
+def _rank(candidate):
+    """The trusted rank (by exact error where computed; 1 = the chosen candidate), or the
+    score's rank in a report without it."""
+    return candidate.get("trusted_rank", candidate["rank"])
+
+
 def _table(report, param, top):
-    ranked = sorted(report["candidates"], key=lambda c: (c["rank"], c["setting"], c["lam"]))
+    ranked = sorted(report["candidates"], key=lambda c: (_rank(c), c["setting"], c["lam"]))
     best_index = report["best_index"]
     chosen = report["candidates"][best_index]
     shown = ranked[:top]
@@ -432,13 +438,14 @@ def _table(report, param, top):
     body = []
     for c in shown:
         mark = "*" if c is chosen else ""
-        body.append([f"{c['rank']}{mark}", _num(c[param]) if param else c["kernel"],
+        body.append([f"{_rank(c)}{mark}", _num(c[param]) if param else c["kernel"],
                      _num(_C(report, c["lam"]) if by_C else c["lam"]), _num(c["score"]),
                      _exact(c), c["status"], _seconds(c["seconds"])])
     widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(f"{h:>{w}}" for h, w in zip(header, widths, strict=True))]
     lines += ["  ".join(f"{v:>{w}}" for v, w in zip(row, widths, strict=True)) for row in body]
-    lines.append("(* chosen; score is the criterion's value, exact the refit CV error)")
+    lines.append("(* chosen; ranked by the exact refit CV error where computed, else by "
+                 "score, the criterion's value)")
     return lines
 
 
