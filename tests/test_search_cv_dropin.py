@@ -358,3 +358,22 @@ def test_cross_validate_accepts_splitters(binary):
     assert grouped.n_folds == 3
     with pytest.raises(KernelCVError, match="partition"):
         cross_validate(X, y, "lssvm", gamma=0.3, lam=0.01, folds=ShuffleSplit(2))
+
+
+def test_return_train_score_and_the_other_gridsearchcv_parameters(binary):
+    # issue 40: every GridSearchCV parameter is accepted and does what GridSearchCV does
+    X, y = binary
+    folds = PredefinedSplit(np.arange(N) % 4)
+    options = {"cv": folds, "return_train_score": True, "error_score": np.nan,
+               "pre_dispatch": "2*n_jobs"}
+    reference = GridSearchCV(LSSVMClassifier(), GRID, **options).fit(X, y)
+    search = KernelSearchCV(LSSVMClassifier(), GRID, method="exact", **options).fit(X, y)
+    for key in ("mean_train_score", "std_train_score", "split0_train_score",
+                "mean_test_score"):
+        np.testing.assert_allclose(search.cv_results_[key], reference.cv_results_[key],
+                                   atol=1e-12)
+    assert search.best_index_ == reference.best_index_
+    assert set(GridSearchCV(SVC(), {}).get_params(deep=False)) <= set(
+        search.get_params(deep=False))
+    with pytest.raises(KernelCVError, match="method='exact'"):
+        KernelSearchCV(LSSVMClassifier(), GRID, cv=folds, return_train_score=True).fit(X, y)

@@ -24,22 +24,29 @@ def fold_splits(fold_ids):
 
 
 def refit_search(estimator, params, search_params, prefix, X, y, fold_ids, scorer,
-                 *, lams, n_jobs=None, verbose=0):
+                 *, lams, n_jobs=None, verbose=0, error_score="raise",
+                 return_train_score=False, pre_dispatch="2*n_jobs"):
     """Cross-validate each candidate fold by fold; ``(cv_results, best_index)``.
 
     ``estimator``: the searched estimator or Pipeline (unfitted); ``params``: the user's
     candidates; ``search_params``: the same with lam resolved (keys of the last step,
-    without the ``prefix``); ``lams``: each candidate's lam. The best candidate is the
-    first with the best mean, as in GridSearchCV.
+    without the ``prefix``); ``lams``: each candidate's lam. ``error_score``,
+    ``return_train_score`` and ``pre_dispatch`` go to scikit-learn's ``cross_validate``
+    (a failed fit's score, the training-part scores ``split{k}_train_score`` /
+    ``mean_train_score`` / ``std_train_score``, the dispatch of parallel jobs). The best
+    candidate is the first with the best mean, as in GridSearchCV.
     """
     splits = fold_splits(fold_ids)
-    scores, fit_times, score_times = [], [], []
+    scores, fit_times, score_times, train_scores = [], [], [], []
     for i, candidate in enumerate(search_params):
         model = clone(estimator).set_params(
             **{f"{prefix}{key}": value for key, value in candidate.items()})
         out = cross_validate(model, X, y, cv=splits, scoring=scorer, n_jobs=n_jobs,
-                             error_score="raise")
+                             error_score=error_score, return_train_score=return_train_score,
+                             pre_dispatch=pre_dispatch)
         scores.append(np.asarray(out["test_score"], dtype=np.float64))
+        if return_train_score:
+            train_scores.append(np.asarray(out["train_score"], dtype=np.float64))
         fit_times.append(out["fit_time"])
         score_times.append(out["score_time"])
         if verbose >= 2:
@@ -58,6 +65,12 @@ def refit_search(estimator, params, search_params, prefix, X, y, fold_ids, score
     means = np.array([np.average(row) for row in table])
     results["mean_test_score"] = means
     results["std_test_score"] = table.std(axis=1)
+    if return_train_score:
+        train = np.vstack(train_scores)
+        for k in range(train.shape[1]):
+            results[f"split{k}_train_score"] = train[:, k]
+        results["mean_train_score"] = np.array([np.average(row) for row in train])
+        results["std_train_score"] = train.std(axis=1)
     finite = np.where(np.isfinite(means), means, -np.inf)
     results["rank_test_score"] = np.array(
         [int(np.sum(finite > m)) + 1 for m in finite], dtype=np.int32)

@@ -129,6 +129,13 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
     random_state : int, default=0
         Seed of the fold assignment.
     checkpoint, memory_budget : a JSON Lines file of finished settings; a byte budget.
+    error_score, return_train_score, pre_dispatch : GridSearchCV's, used where folds are
+        fitted one by one (``method="exact"`` with a Pipeline or a scorer that needs a
+        model, and every ``return_train_score=True`` search, which needs
+        ``method="exact"``: the fast criteria form held-out values only). The fast
+        criteria have no failing fits to score: a candidate they cannot evaluate is a
+        one-line ``KernelCVError`` (as ``error_score="raise"``); ``pre_dispatch`` does not
+        apply to their parallelism over kernel settings.
     features, feature_map, feature_loss, final, refine, refine_evals, max_features, feature_time :
         ``method="rff"`` only (see :func:`kernelcv.selection.grid_search`); ``features``
         defaults to ``"auto"``, the adaptive feature count.
@@ -177,7 +184,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                  backend="auto", scheduler=None, random_state=0, checkpoint=None,
                  memory_budget=None, features="auto", feature_map=None, feature_loss=None,
                  final="auto", refine="auto", refine_evals=30, max_features=MAX_FEATURES,
-                 feature_time=TIME_BUDGET, screen="off"):
+                 feature_time=TIME_BUDGET, screen="off", error_score=np.nan,
+                 return_train_score=False, pre_dispatch="2*n_jobs"):
         self.estimator = estimator
         self.param_grid = param_grid
         self.scoring = scoring
@@ -206,6 +214,9 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.max_features = max_features
         self.feature_time = feature_time
         self.screen = screen
+        self.error_score = error_score
+        self.return_train_score = return_train_score
+        self.pre_dispatch = pre_dispatch
 
     # ------------------------------------------------------------------ options
     def _cv(self):
@@ -299,7 +310,12 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             search_params = [{**p, "kernel": stand_in_kernel(p["kernel"])} if "kernel" in p
                              else p for p in search_params]
         lams = [p.get("lam", base.lam) for p in search_params]
-        if head is not None and name == "exact" or fold_by_fold:
+        if self.return_train_score and name != "exact":
+            raise KernelCVError(
+                "return_train_score=True needs each fold-out model's scores on its own "
+                "training part, which the fast criteria never form (they give held-out "
+                "values only); use method='exact' (fold by fold, as GridSearchCV)")
+        if head is not None and name == "exact" or fold_by_fold or self.return_train_score:
             self._fit_fold_by_fold(head, base, prefix, params, search_params, lams, X, y,
                                    folds, classifier)
         else:
@@ -350,7 +366,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.search_ = None
         self.cv_results_, self.best_index_ = refit_search(
             estimator, params, search_params, prefix, X, y, fold_ids, self.scorer_,
-            lams=lams, n_jobs=self.n_jobs, verbose=self.verbose)
+            lams=lams, n_jobs=self.n_jobs, verbose=self.verbose, error_score=self.error_score,
+            return_train_score=self.return_train_score, pre_dispatch=self.pre_dispatch)
         self._refit_callable()
         if classifier:
             self.classes_ = np.unique(np.asarray(y))
