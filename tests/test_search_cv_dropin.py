@@ -262,8 +262,12 @@ def test_scorers_that_need_a_model_go_fold_by_fold(binary):
         KernelSearchCV(L2SVMClassifier(), GRID, scoring="neg_log_loss").fit(X, y)
     with pytest.raises(KernelCVError, match="unknown scoring"):
         KernelSearchCV(L2SVMClassifier(), GRID, scoring="nonsense").fit(X, y)
-    with pytest.raises(KernelCVError, match="one metric"):
-        KernelSearchCV(L2SVMClassifier(), GRID, scoring=["accuracy", "roc_auc"]).fit(X, y)
+    with pytest.raises(KernelCVError, match="several metrics at once"):
+        KernelSearchCV(L2SVMClassifier(), GRID, scoring=["accuracy", "roc_auc"],
+                       refit="roc_auc").fit(X, y)
+    with pytest.raises(KernelCVError, match="refit must name"):
+        KernelSearchCV(L2SVMClassifier(), GRID, scoring=["accuracy", "roc_auc"],
+                       method="exact").fit(X, y)
     with pytest.raises(KernelCVError, match="does not apply to a regressor"):
         KernelSearchCV("krr", GRID, scoring="accuracy").fit(X, np.arange(N) * 0.5)
     with pytest.raises(KernelCVError, match="cannot compute a scoring"):
@@ -377,3 +381,31 @@ def test_return_train_score_and_the_other_gridsearchcv_parameters(binary):
         search.get_params(deep=False))
     with pytest.raises(KernelCVError, match="method='exact'"):
         KernelSearchCV(LSSVMClassifier(), GRID, cv=folds, return_train_score=True).fit(X, y)
+
+
+def test_several_metrics_with_refit_by_name_are_gridsearchcvs(binary):
+    # issue 40: multimetric scoring with refit="name", as GridSearchCV
+    X, y = binary
+    folds = PredefinedSplit(np.arange(N) % 4)
+    scoring = {"acc": "accuracy", "auc": "roc_auc", "f1": make_scorer(f1_score,
+                                                                     pos_label="yes")}
+    reference = GridSearchCV(LSSVMClassifier(), GRID, cv=folds, scoring=scoring,
+                             refit="auc", return_train_score=True).fit(X, y)
+    search = KernelSearchCV(LSSVMClassifier(), GRID, cv=folds, scoring=scoring, refit="auc",
+                            method="exact", return_train_score=True).fit(X, y)
+    for name in scoring:
+        for key in (f"mean_test_{name}", f"std_test_{name}", f"rank_test_{name}",
+                    f"split3_test_{name}", f"mean_train_{name}"):
+            np.testing.assert_allclose(search.cv_results_[key], reference.cv_results_[key],
+                                       atol=1e-12)
+    assert search.multimetric_ and reference.multimetric_
+    assert search.best_index_ == reference.best_index_
+    assert search.best_score_ == pytest.approx(reference.best_score_)
+    assert search.best_params_ == reference.best_params_
+    assert np.array_equal(search.predict(X), reference.predict(X))
+    assert search.score(X, y) == pytest.approx(reference.score(X, y))
+    listed = KernelSearchCV(LSSVMClassifier(), GRID, cv=folds, method="exact",
+                            scoring=["accuracy", "balanced_accuracy"],
+                            refit="balanced_accuracy").fit(X, y)
+    assert "mean_test_balanced_accuracy" in listed.cv_results_
+    assert "mean_test_score" not in listed.cv_results_

@@ -25,33 +25,40 @@ def fold_splits(fold_ids):
 
 def refit_search(estimator, params, search_params, prefix, X, y, fold_ids, scorer,
                  *, lams, n_jobs=None, verbose=0, error_score="raise",
-                 return_train_score=False, pre_dispatch="2*n_jobs"):
+                 return_train_score=False, pre_dispatch="2*n_jobs", refit=None):
     """Cross-validate each candidate fold by fold; ``(cv_results, best_index)``.
 
     ``estimator``: the searched estimator or Pipeline (unfitted); ``params``: the user's
     candidates; ``search_params``: the same with lam resolved (keys of the last step,
-    without the ``prefix``); ``lams``: each candidate's lam. ``error_score``,
-    ``return_train_score`` and ``pre_dispatch`` go to scikit-learn's ``cross_validate``
-    (a failed fit's score, the training-part scores ``split{k}_train_score`` /
-    ``mean_train_score`` / ``std_train_score``, the dispatch of parallel jobs). The best
-    candidate is the first with the best mean, as in GridSearchCV.
+    without the ``prefix``); ``lams``: each candidate's lam. ``scorer`` is one scorer or
+    a dict of named scorers (several metrics: GridSearchCV's ``mean_test_<name>``,
+    ``rank_test_<name>``, ... columns, the best by ``refit``, a name of the dict).
+    ``error_score``, ``return_train_score`` and ``pre_dispatch`` go to scikit-learn's
+    ``cross_validate`` (a failed fit's score, the training-part scores
+    ``split{k}_train_score`` / ``mean_train_score`` / ``std_train_score``, the dispatch of
+    parallel jobs). The best candidate is the first with the best mean, as in
+    GridSearchCV.
     """
     splits = fold_splits(fold_ids)
-    scores, fit_times, score_times, train_scores = [], [], [], []
+    names = list(scorer) if isinstance(scorer, dict) else ["score"]
+    scores = {name: [] for name in names}
+    train_scores = {name: [] for name in names}
+    fit_times, score_times = [], []
     for i, candidate in enumerate(search_params):
         model = clone(estimator).set_params(
             **{f"{prefix}{key}": value for key, value in candidate.items()})
         out = cross_validate(model, X, y, cv=splits, scoring=scorer, n_jobs=n_jobs,
                              error_score=error_score, return_train_score=return_train_score,
                              pre_dispatch=pre_dispatch)
-        scores.append(np.asarray(out["test_score"], dtype=np.float64))
-        if return_train_score:
-            train_scores.append(np.asarray(out["train_score"], dtype=np.float64))
+        for name in names:
+            scores[name].append(np.asarray(out[f"test_{name}"], dtype=np.float64))
+            if return_train_score:
+                train_scores[name].append(np.asarray(out[f"train_{name}"], dtype=np.float64))
         fit_times.append(out["fit_time"])
         score_times.append(out["score_time"])
         if verbose >= 2:
             print(f"[KernelSearchCV] candidate {i + 1}/{len(params)} {params[i]}: "
-                  f"{np.mean(scores[-1]):.4g}", file=sys.stderr)
+                  f"{np.mean(scores[names[0]][-1]):.4g}", file=sys.stderr)
     results: dict = {"params": params}
     for name in sorted({key for p in params for key in p}):
         column = np.ma.MaskedArray(np.empty(len(params), dtype=object), mask=True)
@@ -59,21 +66,27 @@ def refit_search(estimator, params, search_params, prefix, X, y, fold_ids, score
             if name in p:
                 column[i] = p[name]
         results[f"param_{name}"] = column
-    table = np.vstack(scores)
-    for k in range(table.shape[1]):
-        results[f"split{k}_test_score"] = table[:, k]
-    means = np.array([np.average(row) for row in table])
-    results["mean_test_score"] = means
-    results["std_test_score"] = table.std(axis=1)
-    if return_train_score:
-        train = np.vstack(train_scores)
-        for k in range(train.shape[1]):
-            results[f"split{k}_train_score"] = train[:, k]
-        results["mean_train_score"] = np.array([np.average(row) for row in train])
-        results["std_train_score"] = train.std(axis=1)
-    finite = np.where(np.isfinite(means), means, -np.inf)
-    results["rank_test_score"] = np.array(
-        [int(np.sum(finite > m)) + 1 for m in finite], dtype=np.int32)
+    chooser = refit if refit is not None else names[0]
+    best = None
+    for name in names:
+        table = np.vstack(scores[name])
+        for k in range(table.shape[1]):
+            results[f"split{k}_test_{name}"] = table[:, k]
+        means = np.array([np.average(row) for row in table])
+        results[f"mean_test_{name}"] = means
+        results[f"std_test_{name}"] = table.std(axis=1)
+        finite = np.where(np.isfinite(means), means, -np.inf)
+        results[f"rank_test_{name}"] = np.array(
+            [int(np.sum(finite > m)) + 1 for m in finite], dtype=np.int32)
+        if return_train_score:
+            train = np.vstack(train_scores[name])
+            for k in range(train.shape[1]):
+                results[f"split{k}_train_{name}"] = train[:, k]
+            results[f"mean_train_{name}"] = np.array([np.average(row) for row in train])
+            results[f"std_train_{name}"] = train.std(axis=1)
+        if name == chooser:
+            best = (means, finite)
+    means, finite = best
     results["mean_fit_time"] = np.array([np.mean(t) for t in fit_times])
     results["std_fit_time"] = np.array([np.std(t) for t in fit_times])
     results["mean_score_time"] = np.array([np.mean(t) for t in score_times])

@@ -90,7 +90,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``"neg_root_mean_squared_error"``, ``"neg_mean_absolute_error"`` and ``"r2"``
         from the held-out decision values (:mod:`kernelcv.criteria.scoring`); other
         scorer names (``"neg_log_loss"``) and callables ``scorer(estimator, X, y)``
-        need ``method="exact"``.
+        need ``method="exact"``, as do several metrics (a list, or a dict of names to
+        scorers, with ``refit`` naming the one that chooses).
     cv : int, splitter, iterable of (train, test) or "auto", default=None (10)
         An int t: stratified (classifiers) shuffled folds seeded by ``random_state``, the
         same as ``StratifiedKFold(t, shuffle=True, random_state=random_state)``
@@ -162,7 +163,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         value, plus ``lam``, ``method``, ``order_used``, ``n_folds``, ``status`` and
         ``degenerate`` (see :mod:`kernelcv.estimators._search_results`).
     scorer_, multimetric_, n_splits_, refit_time_, classes_, n_features_in_ : as in
-        GridSearchCV (``multimetric_`` is always False: one metric per search).
+        GridSearchCV (``multimetric_`` and a dict ``scorer_`` for ``scoring`` as a list or
+        dict, which needs ``method="exact"``).
     search_ : the :class:`kernelcv.selection.search.SearchResult` (None on the
         fold-by-fold path).
     gamma_grid_ : dict or None: how the default gamma grid was derived from the data
@@ -226,11 +228,11 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         return 10 if chosen is None else chosen
 
     def _scoring(self, classifier):
-        """``(HeldoutScore or None, scorer_, fold-by-fold needed)``."""
+        """``(HeldoutScore or None, scorer_, fold-by-fold needed)``; ``scorer_`` is a dict
+        of scorers for several metrics (fold by fold, chosen by ``refit``)."""
         scoring = self.scoring
         if isinstance(scoring, list | tuple | set | dict):
-            raise KernelCVError("KernelSearchCV optimises one metric; give scoring as one "
-                                "string or callable")
+            return None, self._scorers(scoring), True
         if scoring is None:
             name = "accuracy" if classifier else "neg_mean_squared_error"
             return None, get_scorer(name), False
@@ -248,6 +250,34 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             score.check(classifier)
             return score, scorer, False
         return None, scorer, True
+
+    def _scorers(self, scoring) -> dict:
+        """The named scorers of several metrics, as GridSearchCV takes them (a list of
+        scorer names, or a dict of names to scorer names or callables); ``refit`` must
+        name the one that chooses (or be a callable)."""
+        if isinstance(scoring, dict):
+            items = list(scoring.items())
+        else:
+            items = [(name, name) for name in scoring]
+            if not all(isinstance(name, str) for name, _ in items):
+                raise KernelCVError("scoring as a list holds scorer names (strings)")
+        if not items or len({name for name, _ in items}) != len(items):
+            raise KernelCVError("scoring as a list or dict needs distinct metric names")
+        scorers = {}
+        for name, scorer in items:
+            if callable(scorer):
+                scorers[name] = scorer
+                continue
+            try:
+                scorers[name] = get_scorer(scorer)
+            except (ValueError, TypeError):
+                raise KernelCVError(f"unknown scoring {scorer!r}; see "
+                                    "sklearn.metrics.get_scorer_names()") from None
+        if not callable(self.refit) and self.refit not in scorers:
+            raise KernelCVError(
+                "with several metrics refit must name the one that chooses ("
+                f"{', '.join(map(repr, scorers))}) or be a callable, got {self.refit!r}")
+        return scorers
 
     def _progress(self, stage, done, total):
         if done == total or done == 0:
@@ -281,8 +311,12 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             print(f"[KernelSearchCV] {self.stand_in_}", file=sys.stderr)
         classifier = is_classifier(base)
         score, self.scorer_, fold_by_fold = self._scoring(classifier)
-        self.multimetric_ = False
+        self.multimetric_ = isinstance(self.scorer_, dict)
         name = method_name(self.method)
+        if self.multimetric_ and name != "exact":
+            raise KernelCVError(
+                "several metrics at once are computed fold by fold: use method='exact' (the "
+                "fast criteria rank by one metric)")
         if fold_by_fold and name != "exact":
             raise KernelCVError(
                 f"scoring {self.scoring!r} cannot be computed from held-out decision "
@@ -322,7 +356,10 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             self._fit_fast(head, base, prefix, params, search_params, lams, X, y, folds,
                            classifier, score, method, rff)
         self.best_params_ = params[self.best_index_]
-        self.best_score_ = float(self.cv_results_["mean_test_score"][self.best_index_])
+        chooser = ("score" if not self.multimetric_ or callable(self.refit)
+                   else self.refit)
+        if f"mean_test_{chooser}" in self.cv_results_:
+            self.best_score_ = float(self.cv_results_[f"mean_test_{chooser}"][self.best_index_])
         if self.verbose:
             print(f"[KernelSearchCV] best {self.best_params_}: {self.best_score_:.4g} "
                   f"({time.perf_counter() - tic:.2f} s)", file=sys.stderr)
@@ -367,7 +404,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.cv_results_, self.best_index_ = refit_search(
             estimator, params, search_params, prefix, X, y, fold_ids, self.scorer_,
             lams=lams, n_jobs=self.n_jobs, verbose=self.verbose, error_score=self.error_score,
-            return_train_score=self.return_train_score, pre_dispatch=self.pre_dispatch)
+            return_train_score=self.return_train_score, pre_dispatch=self.pre_dispatch,
+            refit=self.refit if self.multimetric_ and not callable(self.refit) else None)
         self._refit_callable()
         if classifier:
             self.classes_ = np.unique(np.asarray(y))
@@ -499,10 +537,15 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     def score(self, X, y):
         """``best_estimator_.score`` (accuracy or R^2) when ``scoring`` is None, as
-        GridSearchCV; else ``scorer_(best_estimator_, X, y)``."""
+        GridSearchCV; else ``scorer_(best_estimator_, X, y)`` (several metrics: the
+        ``refit`` one's, or the estimator's own score with a callable ``refit``)."""
         estimator = self._check_refit("score")
         if self.scoring is None:
             return estimator.score(X, y)
+        if isinstance(self.scorer_, dict):
+            if callable(self.refit):
+                return estimator.score(X, y)
+            return self.scorer_[self.refit](estimator, X, y)
         return self.scorer_(estimator, X, y)
 
     def __sklearn_is_fitted__(self):
