@@ -409,3 +409,22 @@ def test_several_metrics_with_refit_by_name_are_gridsearchcvs(binary):
                             refit="balanced_accuracy").fit(X, y)
     assert "mean_test_balanced_accuracy" in listed.cv_results_
     assert "mean_test_score" not in listed.cv_results_
+
+
+def test_splitters_that_do_not_partition_run_fold_by_fold_with_method_exact(binary):
+    # issue 40: ShuffleSplit and repeated K-fold, as GridSearchCV takes them
+    from sklearn.model_selection import RepeatedStratifiedKFold
+
+    X, y = binary
+    for cv in (ShuffleSplit(4, test_size=0.25, random_state=0),
+               RepeatedStratifiedKFold(n_splits=3, n_repeats=2, random_state=0)):
+        reference = GridSearchCV(LSSVMClassifier(), GRID, cv=cv).fit(X, y)
+        search = KernelSearchCV(LSSVMClassifier(), GRID, cv=cv, method="exact").fit(X, y)
+        np.testing.assert_allclose(search.cv_results_["mean_test_score"],
+                                   reference.cv_results_["mean_test_score"], atol=1e-12)
+        assert search.best_index_ == reference.best_index_
+        assert search.n_splits_ == reference.n_splits_
+        with pytest.raises(AttributeError, match="partition"):
+            search.predict_proba(X)
+        with pytest.raises(KernelCVError, match="partition"):
+            KernelSearchCV(LSSVMClassifier(), GRID, cv=cv).fit(X, y)

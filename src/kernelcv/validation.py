@@ -309,6 +309,39 @@ def splitter_fold_ids(folds, X, y, groups=None):
     return ids
 
 
+def explicit_splits(folds, X, y, groups=None):
+    """The (train, test) pairs of a splitter (its ``split(X, y, groups)``) or of a list of
+    pairs, as integer arrays; None for an int, a string or fold ids. For the fold-by-fold
+    search, which takes any splits (``ShuffleSplit``, ``RepeatedKFold``), as GridSearchCV.
+    """
+    if hasattr(folds, "split") and callable(folds.split):
+        try:
+            pairs = list(folds.split(X, y, groups))
+        except ValueError as error:
+            raise KernelCVError(f"the splitter {type(folds).__name__} failed: {error}") \
+                from None
+    elif isinstance(folds, list | tuple) and _is_pair_list(list(folds)):
+        pairs = list(folds)
+    else:
+        return None
+    n = y.shape[0] if hasattr(y, "shape") else len(y)
+    if len(pairs) < 1:
+        raise KernelCVError("the splitter gave no split")
+    return [(_split_indices(train, n, k, "training"), _split_indices(test, n, k, "test"))
+            for k, (train, test) in enumerate(pairs)]
+
+
+def partitions(splits, n: int) -> bool:
+    """Whether the splits' test sets partition ``0..n-1`` with each training set the rest
+    (what :func:`splitter_fold_ids` accepts)."""
+    seen = np.zeros(n, dtype=np.int64)
+    for train, test in splits:
+        seen[test] += 1
+        if train.size + test.size != n or np.intersect1d(train, test).size:
+            return False
+    return bool(np.all(seen == 1)) and len(splits) >= 2
+
+
 def _split_indices(indices, n, k, which) -> np.ndarray:
     """The rows of one side of split k as integer positions in ``0..n-1`` (a boolean mask
     of length n is accepted); anything else is a one-line error, not numpy's."""

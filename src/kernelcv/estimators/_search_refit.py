@@ -25,7 +25,8 @@ def fold_splits(fold_ids):
 
 def refit_search(estimator, params, search_params, prefix, X, y, fold_ids, scorer,
                  *, lams, n_jobs=None, verbose=0, error_score="raise",
-                 return_train_score=False, pre_dispatch="2*n_jobs", refit=None):
+                 return_train_score=False, pre_dispatch="2*n_jobs", refit=None,
+                 splits=None):
     """Cross-validate each candidate fold by fold; ``(cv_results, best_index)``.
 
     ``estimator``: the searched estimator or Pipeline (unfitted); ``params``: the user's
@@ -37,9 +38,10 @@ def refit_search(estimator, params, search_params, prefix, X, y, fold_ids, score
     ``cross_validate`` (a failed fit's score, the training-part scores
     ``split{k}_train_score`` / ``mean_train_score`` / ``std_train_score``, the dispatch of
     parallel jobs). The best candidate is the first with the best mean, as in
-    GridSearchCV.
+    GridSearchCV. ``splits``: explicit (train, test) pairs instead of ``fold_ids`` (a
+    ``ShuffleSplit`` or ``RepeatedKFold``, whose test sets need not partition the rows).
     """
-    splits = fold_splits(fold_ids)
+    splits = fold_splits(fold_ids) if splits is None else splits
     names = list(scorer) if isinstance(scorer, dict) else ["score"]
     scores = {name: [] for name in names}
     train_scores = {name: [] for name in names}

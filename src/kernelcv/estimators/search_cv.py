@@ -35,7 +35,7 @@ from ..selection.options import Execution, Safeguards, SearchSpace
 from ..selection.refine import refine_for_final
 from ..selection.screening import Screening
 from ..selection.search import make_method, run_search
-from ..validation import make_folds, splitter_fold_ids
+from ..validation import explicit_splits, make_folds, partitions, splitter_fold_ids
 from ._base import _resolve_gamma
 from ._search_refit import refit_search
 from ._search_results import cv_results
@@ -323,7 +323,19 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                 f"values; the fast criteria offer {', '.join(SCORES)}; use one of them, or "
                 "method='exact' (fold-by-fold refits, as GridSearchCV)")
         n = X.shape[0] if hasattr(X, "shape") else len(X)
-        folds = splitter_fold_ids(self._cv(), X, y, groups)
+        cv = self._cv()
+        pairs = explicit_splits(cv, X, y, groups) if name == "exact" else None
+        any_splits = pairs is not None and not partitions(pairs, n)
+        # method 'exact' takes any splits fold by fold (ShuffleSplit, RepeatedKFold), as
+        # GridSearchCV; the shared criteria need test sets that partition the rows
+        try:
+            folds = pairs if any_splits else splitter_fold_ids(
+                cv if pairs is None else pairs, X, y, groups if pairs is None else None)
+        except KernelCVError as error:
+            if "partition" not in str(error):
+                raise
+            raise KernelCVError(f"{error}; method='exact' takes any splits, fold by fold "
+                                "(as GridSearchCV)") from None
         rff = name == FeatureSpace.name
         self._check_rff_options(rff)
         method = make_method(
@@ -349,7 +361,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                 "return_train_score=True needs each fold-out model's scores on its own "
                 "training part, which the fast criteria never form (they give held-out "
                 "values only); use method='exact' (fold by fold, as GridSearchCV)")
-        if head is not None and name == "exact" or fold_by_fold or self.return_train_score:
+        if (head is not None and name == "exact" or fold_by_fold or self.return_train_score
+                or any_splits):
             self._fit_fold_by_fold(head, base, prefix, params, search_params, lams, X, y,
                                    folds, classifier)
         else:
@@ -395,8 +408,12 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise KernelCVError("cv='auto' chooses BIF orders; give method 'exact' a number "
                                 "of folds or a splitter")
         estimator = clone(self._searched)
-        fold_ids = make_folds(np.asarray(y), folds, classifier, self.random_state)
-        self.n_splits_ = int(fold_ids.max()) + 1
+        if isinstance(folds, list):  # (train, test) pairs that do not partition the rows
+            fold_ids, splits = None, folds
+        else:
+            fold_ids = make_folds(np.asarray(y), folds, classifier, self.random_state)
+            splits = None
+        self.n_splits_ = len(splits) if fold_ids is None else int(fold_ids.max()) + 1
         if self.verbose:
             print(f"[KernelSearchCV] {self.n_splits_} folds for each of {len(params)} "
                   "candidates, fold by fold (method 'exact')", file=sys.stderr)
@@ -405,7 +422,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             estimator, params, search_params, prefix, X, y, fold_ids, self.scorer_,
             lams=lams, n_jobs=self.n_jobs, verbose=self.verbose, error_score=self.error_score,
             return_train_score=self.return_train_score, pre_dispatch=self.pre_dispatch,
-            refit=self.refit if self.multimetric_ and not callable(self.refit) else None)
+            refit=self.refit if self.multimetric_ and not callable(self.refit) else None,
+            splits=splits)
         self._refit_callable()
         if classifier:
             self.classes_ = np.unique(np.asarray(y))
@@ -417,7 +435,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             self.best_estimator_ = clone(chosen).fit(X, y)
             self.refit_time_ = time.perf_counter() - refit_tic
             self.calibration_ = None
-            if classifier:  # its out-of-fold values: t more fits, as GridSearchCV's refits
+            if classifier and fold_ids is not None:  # its out-of-fold values: t more fits
                 values = cross_val_predict(chosen, X, y, cv=PredefinedSplit(fold_ids),
                                            method="decision_function")
                 self.calibration_ = fit_score_scale(values, class_codes(y))
@@ -521,7 +539,9 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         estimator = self._check_refit("predict_proba")
         if getattr(self, "calibration_", None) is None:
             raise AttributeError("predict_proba needs a classifier searched by a kernel "
-                                 "method (not a regressor, not method='rff')")
+                                 "method (not a regressor, not method='rff') on folds "
+                                 "whose test sets partition the rows (its calibration "
+                                 "uses each row's out-of-fold value)")
         if isinstance(self.calibration_, PairScale):
             return self.calibration_.probabilities(_machine_values(estimator, X))
         return self.calibration_.probabilities(estimator.decision_function(X))
