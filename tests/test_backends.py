@@ -337,21 +337,31 @@ def sleep_in_the_worker(X, y, gamma, shift):
 def test_a_scheduler_lost_during_the_search_is_one_kernelcv_error():
     # issue 41: the scheduler lost during select --scheduler was a distributed traceback
     distributed = pytest.importorskip("distributed")
+    import functools
+    import gc
     import threading
+    import warnings
 
     cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                        dashboard_address=":0")
+    address = cluster.scheduler_address
+    close_scheduler = functools.partial(cluster.sync, cluster.scheduler.close)
+    timer = threading.Timer(1.0, close_scheduler)
     try:
-        timer = threading.Timer(1.0, lambda: cluster.sync(cluster.scheduler.close))
         timer.start()
         started = time.monotonic()
         with pytest.raises(KernelCVError, match="lost a worker or its scheduler"):
-            list(run_tasks(sleep_in_the_worker, TASKS, shared=SHARED,
-                           scheduler=cluster.scheduler_address))
+            list(run_tasks(sleep_in_the_worker, TASKS, shared=SHARED, scheduler=address))
         assert time.monotonic() - started < 30
-        timer.join()
     finally:
-        try:
-            cluster.close(timeout=5)
-        except Exception:  # noqa: BLE001 - the scheduler is gone already
-            pass
+        timer.join()
+        with warnings.catch_warnings():
+            # the scheduler is gone: the close times out, and the cluster object, collected
+            # here rather than during a later test, warns that it was never closed
+            warnings.simplefilter("ignore", ResourceWarning)
+            try:
+                cluster.close(timeout=5)
+            except Exception:  # noqa: BLE001
+                pass
+            del cluster, close_scheduler, timer
+            gc.collect()
