@@ -286,3 +286,52 @@ def test_any_model_near_the_refits_encloses_them(seed):
                                              machine.fit_intercept, C, B)
         slack = 1e-9 * (1 + np.abs(exact))
         assert np.all(lower <= exact + slack) and np.all(exact <= upper + slack), (trial, kind)
+
+
+# ---------------------------------------------------------------- more than two classes
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), k=st.integers(3, 4), t=st.integers(2, 6),
+       machine=st.sampled_from(["svm", "l2svm"]), intercept=st.booleans(),
+       scheme=st.sampled_from(["ovo", "ovr"]), stacked=st.booleans(),
+       log_lam=st.floats(-4, 0.5), log_gamma=st.floats(-2, 1.5))
+def test_multiclass_bounds_hold_every_machines_refit_and_flag_an_off_value(
+        seed, k, t, machine, intercept, scheme, stacked, log_lam, log_gamma):
+    """Every binary machine's refit value at every row (its own and the other classes')
+    lies in its bounds; a multiclass BIF value off exact CV by more than 0.01 is flagged."""
+    from dataclasses import replace
+
+    from kernelcv.criteria.multiclass import MulticlassCV
+    from kernelcv.machines.multiclass import binary_problems
+
+    rng = np.random.default_rng(seed)
+    n = 12 * k
+    codes = np.arange(n) % k
+    rng.shuffle(codes)
+    X = rng.normal(size=(n, 3)) + rng.normal(scale=1.5, size=(k, 3))[codes]
+    folds = np.empty(n, dtype=np.intp)
+    for c in range(k):  # stratified: every class in every fold
+        members = np.flatnonzero(codes == c)
+        folds[members] = rng.permutation(np.arange(members.size) % t)
+    K = np.exp(-(10.0 ** log_gamma) * squared_distances(X, X))
+    spec = replace(make_machine(machine, fit_intercept=intercept, multiclass=scheme),
+                   n_classes=k)
+    lam = 10.0 ** log_lam
+    cv = MulticlassCV(K, codes, folds, spec)
+    cv.stack_pairs = stacked
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
+        warnings.simplefilter("always")
+        bif = cv.evaluate(lam, spec, "bif", order="inf")
+        exact = MulticlassCV(K, codes, folds, spec).evaluate(lam, spec, "exact")
+    if any(issubclass(w.category, ConvergenceWarning) for w in caught):
+        return
+    lower, upper = bif.bounds
+    oracle = exact.decisions
+    slack = 1e-7 * (1.0 + np.abs(oracle))
+    assert np.all(oracle >= lower - slack) and np.all(oracle <= upper + slack)
+    assert len(binary_problems(codes, k, scheme)) == oracle.shape[1]
+    firm = np.all(np.abs(oracle) > 1e-7, axis=1)  # no vote decided by rounding
+    off = abs(bif.cv_error - exact.cv_error)
+    if off > 0.01 + np.mean(~firm):
+        assert bif.uncertified, (off, bif.certified_error)

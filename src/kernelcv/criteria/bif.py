@@ -144,7 +144,9 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
         (0 for order ``"inf"``; measured against the limit when a fold's estimated rate
         reaches ``SLOW_RATE``); returned only when ``remainder`` is True.
     bounds : ``(lower, upper)``, (n,) each: every row's exact held-out value lies in
-        ``[lower, upper]``; returned last, only when ``enclosure`` is True.
+        ``[lower, upper]``; with extra points given as ``(K_extra, ids, diag)`` (their
+        ``k(x, x)`` third) also their (m,) bounds: ``(lower, upper, extra_lower,
+        extra_upper)``; returned last, only when ``enclosure`` is True.
     """
     n = y.shape[0]
     F = fit.decision
@@ -158,8 +160,16 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     rows_e = None if extra is None else _ExtraRows(extra, fit, active)
 
     def bounds(coef, intercepts, fold_functions=None):
-        return fold_out_enclosure(K, y, fold_ids, lam, machine.loss, machine.fit_intercept,
-                                  coef, intercepts, fold_functions)[:2]
+        if rows_e is None or rows_e.diag is None:
+            return fold_out_enclosure(K, y, fold_ids, lam, machine.loss,
+                                      machine.fit_intercept, coef, intercepts,
+                                      fold_functions)[:2]
+        lower, upper, _, extra_lower, extra_upper = fold_out_enclosure(
+            K, y, fold_ids, lam, machine.loss, machine.fit_intercept, coef, intercepts,
+            fold_functions, extra=(rows_e.K, rows_e.ids, rows_e.diag))
+        own = rows_e.ids < 0  # the full fit's values: no fold-out model to bound
+        return (lower, upper, np.where(own, rows_e.full, extra_lower),
+                np.where(own, rows_e.full, extra_upper))
 
     def finish(predictions, order_used, extra_terms=None, fold_remainder=None):
         out = (predictions, order_used)
@@ -292,7 +302,8 @@ class _ExtraRows:
     """
 
     def __init__(self, extra, fit, active):
-        K_extra, ids = extra
+        K_extra, ids = extra[:2]
+        self.diag = extra[2] if len(extra) > 2 else None  # k(x, x): for the enclosure
         self.K = K_extra
         self.ids = ids
         self.active = active

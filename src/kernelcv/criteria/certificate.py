@@ -66,7 +66,8 @@ import numpy as np
 
 from .truncation import TOLERANCE
 
-__all__ = ["UNCERTIFIED", "certified_error", "fold_out_enclosure", "uncertified_note"]
+__all__ = ["UNCERTIFIED", "certified_error", "fixed_classes", "fold_out_enclosure",
+           "uncertified_note"]
 
 #: How the warning of an uncertified approximate value starts (notes, warnings, the CLI).
 UNCERTIFIED = "BIF value not certified"
@@ -84,7 +85,7 @@ _BISECTION_STEPS = 20
 
 
 def fold_out_enclosure(K, y, fold_ids, lam, loss, fit_intercept, coef, intercepts,
-                       fold_functions=None):
+                       fold_functions=None, extra=None):
     """Lower and upper bounds of each row's exact held-out value.
 
     Parameters
@@ -96,12 +97,18 @@ def fold_out_enclosure(K, y, fold_ids, lam, loss, fit_intercept, coef, intercept
     coef : (n, t) column i: coefficients of the approximate fold-i function (any rows).
     intercepts : (t,) the approximate intercepts (the bisection starts there).
     fold_functions : (n, t) ``K @ coef`` when the caller has it, else computed.
+    extra : None or ``(K_extra, ids, diag)``: (m, n) kernel values of m points off the
+        sample, the fold that holds each out (-1: none) and their ``k(x, x)``. Their
+        values under fold i's refit lie within ``r_i (sqrt(k(x, x)) + kappa_i)`` of
+        ``K_extra[e] coef_i + [b_lo, b_hi]`` (facts 1 and 3); -1 gets ``(nan, nan)``
+        (the caller's full fit).
 
     Returns
     -------
     lower, upper : (n,) bounds of ``f_{-S(j)}(x_j)`` for every row j, with the exact
         refit of its fold (``-inf``/``inf`` where no bound was found).
     radius : (t,) ``r`` of each fold, the RKHS distance bound of the function part.
+    extra_lower, extra_upper : (m,) the extra points' bounds; returned only with ``extra``.
 
     Cost: ``O(n^2 t)`` for ``K G`` (and ``K C`` if not given), ``O(n)`` per row whose sign
     the first bound leaves open, ``O(n t)`` per bisection step.
@@ -173,7 +180,21 @@ def fold_out_enclosure(K, y, fold_ids, lam, loss, fit_intercept, coef, intercept
             lower, upper = bounds()
     lower = np.where(np.isnan(lower), -np.inf, lower)
     upper = np.where(np.isnan(upper), np.inf, upper)
-    return lower, upper, radius
+    if extra is None:
+        return lower, upper, radius
+    K_extra, ids, diag = extra
+    inside = ids >= 0
+    fold = np.where(inside, ids, 0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = np.einsum("en,ne->e", K_extra, coef[:, fold]) if ids.size else np.zeros(0)
+        reach = radius[fold] * (np.sqrt(np.maximum(diag, 0.0)) + kappa[fold])
+        extra_lower = values + np.asarray(lo)[fold] - reach
+        extra_upper = values + np.asarray(hi)[fold] + reach
+    extra_lower = np.where(inside, np.where(np.isnan(extra_lower), -np.inf, extra_lower),
+                           np.nan)
+    extra_upper = np.where(inside, np.where(np.isnan(extra_upper), np.inf, extra_upper),
+                           np.nan)
+    return lower, upper, radius, extra_lower, extra_upper
 
 
 def derivative_lipschitz(loss) -> float:
@@ -259,6 +280,39 @@ def certified_error(predictions, y, lower, upper, metric) -> float:
         return float("inf")
     residual = np.abs(y - predictions)
     return float(np.mean(2.0 * residual * e + e * e))
+
+
+def fixed_classes(lower, upper, predicted, n_classes: int, scheme: str) -> np.ndarray:
+    """(n,) whether the enclosures of the binary machines' values fix each row's
+    multiclass prediction ``predicted`` (class codes).
+
+    ``lower``, ``upper``: (n, m) bounds of the m machines' values at every row (NaN: not
+    bounded). One-vs-one (pairs (a, b), a < b, b's vote where the value is positive):
+    the predicted class's certain votes must outnumber every other class's possible
+    votes (the squashed values that break ties add less than one vote). One-vs-rest (the
+    largest value wins): its lower bound must exceed every other machine's upper bound.
+    """
+    lower = np.where(np.isnan(lower), -np.inf, lower)
+    upper = np.where(np.isnan(upper), np.inf, upper)
+    rows = np.arange(lower.shape[0])
+    if scheme == "ovr":
+        others = upper.copy()
+        others[rows, predicted] = -np.inf
+        return lower[rows, predicted] > others.max(axis=1)
+    certain = np.zeros((lower.shape[0], n_classes))
+    possible = np.zeros_like(certain)
+    p = 0
+    for a in range(n_classes):
+        for b in range(a + 1, n_classes):
+            b_wins, a_wins = lower[:, p] > 0, upper[:, p] <= 0
+            open_ = ~(a_wins | b_wins)
+            certain[:, b] += b_wins
+            certain[:, a] += a_wins
+            possible[:, b] += b_wins | open_
+            possible[:, a] += a_wins | open_
+            p += 1
+    possible[rows, predicted] = -np.inf
+    return certain[rows, predicted] > possible.max(axis=1)
 
 
 def uncertified_note(bound, metric) -> str:

@@ -65,6 +65,7 @@ class Evaluation:
     ill_conditioned: bool = False
     certified_error: float | None = None
     uncertified: bool = False
+    bounds: tuple | None = field(default=None, repr=False)
 
 
 def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, atol=None,
@@ -88,6 +89,9 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
         approximates fold i's own held-out values) or -1 (held out by no fold: the full
         fit, ``K_extra[e] alpha + b``). The values come back as
         ``Evaluation.extra_predictions``. Without it nothing changes (same numbers, no cost).
+        A third element, the points' ``k(x, x)``, lets BIF of the SVM machines bound
+        their values too (``Evaluation.bounds`` then holds four arrays: the sample's lower
+        and upper bounds, then the extra points').
 
     Raises
     ------
@@ -99,11 +103,14 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
     # the one-line message of the non-finite result below: the result is checked instead.
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         extra = _check_extra(extra, y.shape[0], int(fold_ids.max()) + 1)
+        extra_diag = None
+        if extra is not None and len(extra) == 3:  # (K_extra, ids, diag), checked
+            extra, extra_diag = extra[:2], extra[2]
         if method == "exact" and not full_fit and not _needs_full_fit(y, fold_ids, machine,
                                                                       extra):
             return _refits_only(K, y, fold_ids, lam, machine, extra)
         return _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed,
-                         warm, extra)
+                         warm, extra, extra_diag)
 
 
 def _needs_full_fit(y, fold_ids, machine, extra) -> bool:
@@ -128,7 +135,8 @@ def _refits_only(K, y, fold_ids, lam, machine, extra):
                       extra_predictions=rest[0] if rest else None)
 
 
-def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, warm, extra):
+def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, warm, extra,
+              extra_diag=None):
     tic = time.perf_counter()
     extra_predictions = None
     fit = None
@@ -158,7 +166,8 @@ def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, wa
         elif certifiable(machine):
             predictions, order_used, *rest, fold_remainder, bounds = bif_predictions(
                 K, y, fold_ids, lam, machine, fit, order=order, tol=tol, atol=atol,
-                extra=extra, remainder=True, enclosure=True)
+                extra=extra if extra_diag is None else (*extra, extra_diag),
+                remainder=True, enclosure=True)
         else:
             predictions, order_used, *rest, fold_remainder = bif_predictions(
                 K, y, fold_ids, lam, machine, fit, order=order, tol=tol, atol=atol,
@@ -192,7 +201,7 @@ def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, wa
             notes.append(unconverged_note(order_used, truncation, machine.metric))
     certified = uncertified = None
     if bounds is not None and np.isfinite(error):
-        certified = certified_error(predictions, y, *bounds, machine.metric)
+        certified = certified_error(predictions, y, *bounds[:2], machine.metric)
         uncertified = not within_tolerance(certified, error, machine.metric)
         if uncertified:
             notes.append(uncertified_note(certified, machine.metric))
@@ -206,7 +215,8 @@ def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, wa
                       notes=notes, extra_predictions=extra_predictions,
                       truncation_error=truncation, unconverged=bool(unconverged),
                       rounding_error=rounding, ill_conditioned=bool(ill),
-                      certified_error=certified, uncertified=bool(uncertified))
+                      certified_error=certified, uncertified=bool(uncertified),
+                      bounds=bounds)
 
 
 def certifiable(machine) -> bool:
@@ -283,11 +293,13 @@ def _non_finite_message(K, y, lam, method):
 
 
 def _check_extra(extra, n, t):
-    """``extra`` as ``(float (m, n) array, intp (m,) ids in -1..t-1)``, or None."""
+    """``extra`` as ``(float (m, n) array, intp (m,) ids in -1..t-1)``, or None; a third
+    element, the points' ``k(x, x)``, is checked and returned as :func:`_extra_diag`."""
     if extra is None:
         return None
     try:
-        K_extra, ids = extra
+        with_diag = isinstance(extra, tuple) and len(extra) == 3
+        K_extra, ids = extra[:2] if with_diag else extra
     except (TypeError, ValueError):
         raise KernelCVError("extra must be None or a tuple (K_extra, extra_fold_ids)") from None
     K_extra = np.asarray(K_extra, dtype=np.float64)
@@ -305,4 +317,10 @@ def _check_extra(extra, n, t):
     if m and (ids.min() < -1 or ids.max() >= t):
         raise KernelCVError(f"extra: extra_fold_ids must lie in -1..{t - 1} (a fold id, or -1 "
                             f"for no fold), got values in {ids.min()}..{ids.max()}")
+    if with_diag:
+        diag = np.asarray(extra[2], dtype=np.float64)
+        if diag.shape != (m,):
+            raise KernelCVError(f"extra: the diagonal must have shape ({m},), got "
+                                f"{diag.shape}")
+        return K_extra, ids.astype(np.intp), diag
     return K_extra, ids.astype(np.intp)

@@ -35,9 +35,11 @@ import numpy as np
 
 from ..machines.multiclass import binary_problems, predict_codes
 from ..machines.stacked import worth_stacking
+from .certificate import fixed_classes, uncertified_note
 from .closed_form import ClosedFormCV
-from .evaluate import Evaluation, evaluate_lam
+from .evaluate import Evaluation, certifiable, evaluate_lam
 from .stacked_pairs import StackedPairs
+from .truncation import within_tolerance
 
 # Pairs are stacked (kernelcv.machines.stacked.worth_stacking) when there are at least
 # ten of them (five classes) and the largest has at most 120 rows. Above that size the
@@ -177,6 +179,9 @@ class MulticlassCV:
         values are (likewise ``unconverged``, ``ill_conditioned`` and ``uncertified``,
         the last judged on each machine's own rows), ``heldout_ratio``
         the smallest machine's, and ``order_used`` the highest order any machine used.
+        BIF of the SVM machines also bounds every machine's value at every row
+        (``bounds``: (n, m) lower and upper) and flags the candidate ``uncertified`` when
+        the rows whose class those bounds do not fix (``certified_error``) exceed 0.01.
         """
         tic = time.perf_counter()
         n = self.codes.shape[0]
@@ -185,6 +190,9 @@ class MulticlassCV:
         degenerate, ratio, fit_seconds = False, np.inf, 0.0
         unconverged = ill_conditioned = uncertified = False
         done = np.zeros(len(self.problems), dtype=bool)
+        certify = method == "bif" and certifiable(machine)
+        lower = np.full(decisions.shape, np.nan)
+        upper = np.full(decisions.shape, np.nan)
         stacked_fits = None
         stacked_order = None if method == "exact" else "inf"
         stackable = method == "exact" or (method == "bif" and options.get("order") == "inf")
@@ -205,6 +213,8 @@ class MulticlassCV:
                 ratio = float(np.min(found.ratio[done]))
                 ill_conditioned = bool(np.any(found.ill_conditioned[done]))
                 uncertified = bool(np.any(found.uncertified[done]))
+            if certify and found.lower is not None:
+                lower[:, done], upper[:, done] = found.lower[:, done], found.upper[:, done]
         for p, (problem, part) in enumerate(zip(self.problems, self._parts, strict=True)):
             if done[p]:
                 fits.append(stacked_fits[p])
@@ -214,18 +224,22 @@ class MulticlassCV:
             extra = None
             if part["extra"] is not None and part["extra"][0].size:
                 extra = (self._extra_block(part), part["extra"][1])
+                if certify:  # k(x, x) of the other classes' points: their enclosures
+                    extra = (*extra, np.diagonal(self.K)[part["extra"][0]])
             start = None if warm is None else warm[p]
             if stacked_fits is not None and stacked_fits[p] is not None:
                 start = stacked_fits[p]  # the stack's converged fit: one Newton iteration
             ev = evaluate_lam(self._pair_block(part), part["y"], part["folds"], lam, machine,
                               method, closed=part.get("closed"), warm=start, extra=extra,
                               **options)
-            if part["rows"] is None:
-                decisions[:, p] = ev.predictions
-            else:
-                decisions[part["rows"], p] = ev.predictions
-                if extra is not None:
-                    decisions[part["extra"][0], p] = ev.extra_predictions
+            rows = slice(None) if part["rows"] is None else part["rows"]
+            decisions[rows, p] = ev.predictions
+            if extra is not None:
+                decisions[part["extra"][0], p] = ev.extra_predictions
+            if certify and ev.bounds is not None:
+                lower[rows, p], upper[rows, p] = ev.bounds[:2]
+                if extra is not None and len(ev.bounds) == 4:
+                    lower[part["extra"][0], p], upper[part["extra"][0], p] = ev.bounds[2:]
             fits.append(ev.fit)
             orders.append(ev.order_used)
             degenerate |= ev.degenerate
@@ -237,6 +251,15 @@ class MulticlassCV:
             notes.extend(f"machine {problem.label}: {note}" for note in ev.notes)
         predicted = predict_codes(decisions, self.n_classes, self.strategy)
         losses = (predicted != self.codes).astype(np.float64)
+        certified = None
+        if certify:  # the multiclass value itself: rows whose class the enclosures fix
+            certified = float(np.mean(~fixed_classes(lower, upper, predicted,
+                                                     self.n_classes, self.strategy)))
+            if not within_tolerance(certified, float(losses.mean()), "0-1"):
+                if not uncertified:
+                    notes.append(uncertified_note(certified, "0-1") + " (the machines' "
+                                 "votes at the other classes' points)")
+                uncertified = True
         t = int(self.fold_ids.max()) + 1
         per_fold = np.bincount(self.fold_ids, weights=losses, minlength=t) / np.bincount(
             self.fold_ids, minlength=t)
@@ -246,7 +269,8 @@ class MulticlassCV:
             heldout_ratio=float(ratio), fit_seconds=fit_seconds,
             seconds=time.perf_counter() - tic, fit=fits, notes=notes,
             unconverged=unconverged, ill_conditioned=ill_conditioned,
-            uncertified=uncertified)
+            uncertified=uncertified, certified_error=certified,
+            bounds=(lower, upper) if certify else None)
         evaluation.decisions = decisions
         return evaluation
 

@@ -75,6 +75,8 @@ class StackedValues:
     notes : P lists of the one-problem path's notes (the ill-conditioned and
         uncertified warnings).
     uncertified : (P,) bool, pairs whose certified bound is above tolerance.
+    lower, upper : (n, P) bounds of each pair's value at every point (the enclosure of
+        :mod:`kernelcv.criteria.certificate`), or None where not computed.
     """
 
     values: np.ndarray
@@ -84,6 +86,8 @@ class StackedValues:
     ill_conditioned: np.ndarray
     notes: list
     uncertified: np.ndarray
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
 
 
 def row_nanmedian(Q):
@@ -136,6 +140,7 @@ class StackedPairs:
         self.fold_sizes = self.member.sum(axis=1).astype(np.float64)  # (P, t)
         self.diag_max = np.where(self.valid, np.diagonal(self.K_pairs, axis1=1, axis2=2),
                                  0.0).max(axis=1)
+        self.diag = np.diagonal(K).copy()  # k(x, x) of every point (the enclosures)
 
     def evaluate(self, lam, machine, method="bif", warm=None):
         """Held-out values of every pair at every point, and the pair fits.
@@ -162,6 +167,7 @@ class StackedPairs:
         fallback = stack.fallback.copy()
         ill = np.zeros(P, dtype=bool)
         uncertified = np.zeros(P, dtype=bool)
+        lower = upper = None
         notes = [[] for _ in range(P)]
         g, h = loss.derivatives(self.y, stack.decision)
         g, h = g * self.valid, h * self.valid
@@ -183,8 +189,8 @@ class StackedPairs:
                 else:
                     ill[p] = checked
             if certifiable(machine):
-                uncertified = self._uncertified(stack, weights, betas, values, lam, machine,
-                                                fallback, notes)
+                uncertified, lower, upper = self._uncertified(
+                    stack, weights, betas, values, lam, machine, fallback, notes)
         else:
             stepped = solved & ~large
             values, refitted = self._refit_values(stack, weights, betas, stepped, lam,
@@ -202,7 +208,7 @@ class StackedPairs:
             for p in range(P)]
         ratio[fallback] = np.nan
         return StackedValues(values, fits, fallback, ratio, ill, notes,
-                             uncertified & ~fallback)
+                             uncertified & ~fallback, lower, upper)
 
     def _refit_values(self, stack, weights, betas, stepped, lam, machine, skip):
         """Exact refit CV of every pair: (n, P) held-out values and (P,) which succeeded.
@@ -347,22 +353,34 @@ class StackedPairs:
         """(P,) whether each pair's order-inf value fails the enclosure of
         :mod:`kernelcv.criteria.certificate` on its own rows, as the one-problem path
         judges it (the same note goes to ``notes``; pairs in ``skip`` are left to that
-        path). ``O(m^2 t)`` per pair."""
-        flagged = np.zeros(self.y.shape[0], dtype=bool)
+        path), and (n, P) bounds of every pair's value at every point (NaN for skipped
+        pairs; the full fit's value at a fold holding none of the pair's rows).
+        ``O(m^2 t + n m)`` per pair."""
+        P = self.y.shape[0]
+        flagged = np.zeros(P, dtype=bool)
+        bound_lower = np.full((self.n, P), np.nan)
+        bound_upper = np.full((self.n, P), np.nan)
         for p in np.flatnonzero(~skip):
             size = int(self.sizes[p])
             y, folds = self.y[p, :size], self.folds[p, :size]
-            lower, upper, _ = fold_out_enclosure(
+            empty = self.fold_sizes[p, self.fold_ids] == 0  # no fold-out model: full fit
+            lower, upper, _, at_lower, at_upper = fold_out_enclosure(
                 self.K_pairs[p, :size, :size], y, folds, lam, machine.loss,
                 machine.fit_intercept, -weights[p, :size] / (2 * lam),
-                stack.intercept[p] + betas[p] / (2 * lam))
+                stack.intercept[p] + betas[p] / (2 * lam),
+                extra=(self.K_cross[p, :, :size], np.where(empty, -1, self.fold_ids),
+                       self.diag))
+            bound_lower[:, p] = np.where(empty, values[:, p], at_lower)
+            bound_upper[:, p] = np.where(empty, values[:, p], at_upper)
+            bound_lower[self.index[p, :size], p] = lower  # the pair's own rows: tighter
+            bound_upper[self.index[p, :size], p] = upper
             predictions = values[self.index[p, :size], p]
             error = float(heldout_losses(y, predictions, machine.metric).mean())
             bound = certified_error(predictions, y, lower, upper, machine.metric)
             if np.isfinite(error) and not within_tolerance(bound, error, machine.metric):
                 flagged[p] = True
                 notes[p].append(uncertified_note(bound, machine.metric))
-        return flagged
+        return flagged, bound_lower, bound_upper
 
     def _heldout_ratio(self, stack):
         """(P,) median over each pair's rows of ``|o_j| / |(K alpha)_j|`` (heldout_rounding)."""
