@@ -262,14 +262,9 @@ def splitter_fold_ids(folds, X, y, groups=None):
     hold out every sample exactly once); ``ShuffleSplit``-like splitters are refused.
     Cost: O(n t) for t splits.
     """
-    splits = None
-    if hasattr(folds, "split") and callable(folds.split):
-        try:
-            splits = list(folds.split(X, y, groups))
-        except ValueError as error:
-            raise KernelCVError(f"the splitter {type(folds).__name__} failed: {error}") \
-                from None
-    elif not isinstance(folds, numbers.Integral | str | np.ndarray) and folds is not None:
+    splits = _splitter_pairs(folds, X, y, groups)
+    if splits is None and not isinstance(folds, numbers.Integral | str | np.ndarray) \
+            and folds is not None:
         items = list(folds) if hasattr(folds, "__iter__") else folds
         if _is_pair_list(items):
             splits = items
@@ -314,21 +309,27 @@ def explicit_splits(folds, X, y, groups=None):
     pairs, as integer arrays; None for an int, a string or fold ids. For the fold-by-fold
     search, which takes any splits (``ShuffleSplit``, ``RepeatedKFold``), as GridSearchCV.
     """
-    if hasattr(folds, "split") and callable(folds.split):
-        try:
-            pairs = list(folds.split(X, y, groups))
-        except ValueError as error:
-            raise KernelCVError(f"the splitter {type(folds).__name__} failed: {error}") \
-                from None
-    elif isinstance(folds, list | tuple) and _is_pair_list(list(folds)):
+    pairs = _splitter_pairs(folds, X, y, groups)
+    if pairs is None and isinstance(folds, list | tuple) and _is_pair_list(list(folds)):
         pairs = list(folds)
-    else:
+    if pairs is None:
         return None
     n = y.shape[0] if hasattr(y, "shape") else len(y)
     if len(pairs) < 1:
         raise KernelCVError("the splitter gave no split")
     return [(_split_indices(train, n, k, "training"), _split_indices(test, n, k, "test"))
             for k, (train, test) in enumerate(pairs)]
+
+
+def _splitter_pairs(folds, X, y, groups):
+    """The (train, test) pairs of an object with a ``split(X, y, groups)`` method (a
+    scikit-learn splitter), or None for anything else."""
+    if not (hasattr(folds, "split") and callable(folds.split)):
+        return None
+    try:
+        return list(folds.split(X, y, groups))
+    except ValueError as error:
+        raise KernelCVError(f"the splitter {type(folds).__name__} failed: {error}") from None
 
 
 def partitions(splits, n: int) -> bool:
