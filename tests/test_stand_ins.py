@@ -99,7 +99,6 @@ def test_svr_and_kernel_ridge_stand_ins_solve_scikit_learns_problems():
 
 @pytest.mark.parametrize("estimator, words", [
     (SVC(class_weight="balanced"), "class_weight"),
-    (SVC(probability=True), "predict_proba"),
     (SVC(kernel="sigmoid"), "sigmoid"),
     (KernelRidge(kernel_params={"gamma": 1.0}), "kernel_params"),
     (LinearSVC(), "LinearSVC"),
@@ -183,3 +182,13 @@ def test_scikit_learn_kernel_names_in_the_grid_and_numpy_numbers():
     classes = np.where(y > 0, 1, 0)
     search = KernelSearchCV(SVC(C=np.int64(2)), {"gamma": [0.5]}, cv=3).fit(X, classes)
     assert search.best_estimator_.lam == pytest.approx(1.0 / (2 * 50 * 2))
+
+
+def test_svc_with_probability_true_runs_and_the_search_gives_probabilities(cancer):
+    # issue 40: GridSearchCV(SVC(probability=True)) code runs with the class name changed
+    X, y = cancer
+    search = KernelSearchCV(SVC(probability=True), {"C": [1.0, 8.0], "gamma": [0.01, 0.1]},
+                            cv=3).fit(X, y)
+    p = search.predict_proba(X)
+    assert p.shape == (len(y), 2) and np.allclose(p.sum(axis=1), 1.0)
+    assert np.array_equal(search.classes_[np.argmax(p, axis=1)], search.predict(X))

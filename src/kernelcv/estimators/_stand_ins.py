@@ -15,8 +15,10 @@ scikit-learn        kernelcv stand-in             regularisation
 
 with n the samples given to ``fit``. Grids keep scikit-learn's keys (``C``, ``alpha``,
 ``gamma``, ``kernel``, ``degree``, ``coef0``, with a Pipeline's step prefix). Settings the
-stand-in cannot honour (``class_weight``, ``probability=True``, the sigmoid or a
-precomputed kernel, a callable kernel) are refused with the reason, never ignored.
+stand-in cannot honour (``class_weight``, the sigmoid or a precomputed kernel, a callable
+kernel) are refused with the reason, never ignored. ``SVC(probability=True)`` is taken:
+the search's ``predict_proba`` calibrates the chosen model's out-of-fold values (no
+Platt scaling fits).
 """
 
 from __future__ import annotations
@@ -50,10 +52,6 @@ def stand_in(estimator, n_samples: int) -> StandIn | None:
     kind = type(estimator)
     if kind is SVC:
         _refuse_unsupported(estimator, "SVC")
-        # newer scikit-learn releases default to the string "deprecated"
-        if getattr(estimator, "probability", False) is True:
-            raise KernelCVError("SVC(probability=True): the kernelcv stand-in has no "
-                                "predict_proba yet; search SVC() and calibrate afterwards")
         params = _kernel_params(estimator, "SVC")
         machine = HuberSVMClassifier(**params, lam=_lam_from_C(estimator.C, n_samples))
         return StandIn(machine, "SVC is searched as kernelcv's svm (HuberSVMClassifier: "
