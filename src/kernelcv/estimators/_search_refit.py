@@ -11,6 +11,7 @@ t preprocessings) per candidate; no Gram matrix is shared.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import clone
@@ -23,25 +24,41 @@ def fold_splits(fold_ids):
             for k in range(int(fold_ids.max()) + 1)]
 
 
-def refit_search(estimator, params, search_params, prefix, X, y, fold_ids, scorer,
-                 *, lams, n_jobs=None, verbose=0, error_score="raise",
-                 return_train_score=False, pre_dispatch="2*n_jobs", refit=None,
-                 splits=None):
+@dataclass(frozen=True)
+class FoldByFold:
+    """GridSearchCV's options of a fold-by-fold search.
+
+    ``error_score``, ``return_train_score`` and ``pre_dispatch`` go to scikit-learn's
+    ``cross_validate`` (a failed fit's score; the training-part scores
+    ``split{k}_train_score`` / ``mean_train_score`` / ``std_train_score``; the dispatch of
+    parallel jobs). ``refit``: with several metrics, the name of the one that chooses
+    (None: the first, or the only one). ``n_jobs`` and ``verbose`` as GridSearchCV's.
+    """
+
+    n_jobs: int | None = None
+    verbose: int = 0
+    error_score: object = "raise"
+    return_train_score: bool = False
+    pre_dispatch: object = "2*n_jobs"
+    refit: str | None = None
+
+
+def refit_search(estimator, params, search_params, prefix, X, y, splits, scorer, *, lams,
+                 options: FoldByFold = FoldByFold()):
     """Cross-validate each candidate fold by fold; ``(cv_results, best_index)``.
 
     ``estimator``: the searched estimator or Pipeline (unfitted); ``params``: the user's
     candidates; ``search_params``: the same with lam resolved (keys of the last step,
-    without the ``prefix``); ``lams``: each candidate's lam. ``scorer`` is one scorer or
-    a dict of named scorers (several metrics: GridSearchCV's ``mean_test_<name>``,
-    ``rank_test_<name>``, ... columns, the best by ``refit``, a name of the dict).
-    ``error_score``, ``return_train_score`` and ``pre_dispatch`` go to scikit-learn's
-    ``cross_validate`` (a failed fit's score, the training-part scores
-    ``split{k}_train_score`` / ``mean_train_score`` / ``std_train_score``, the dispatch of
-    parallel jobs). The best candidate is the first with the best mean, as in
-    GridSearchCV. ``splits``: explicit (train, test) pairs instead of ``fold_ids`` (a
-    ``ShuffleSplit`` or ``RepeatedKFold``, whose test sets need not partition the rows).
+    without the ``prefix``); ``splits``: the (train, test) pairs (:func:`fold_splits` of
+    fold ids, or a ``ShuffleSplit``'s, whose test sets need not partition the rows);
+    ``lams``: each candidate's lam. ``scorer`` is one scorer or a dict of named scorers
+    (several metrics: GridSearchCV's ``mean_test_<name>``, ``rank_test_<name>``, ...
+    columns, the best by ``options.refit``). The best candidate is the first with the best
+    mean, as in GridSearchCV.
     """
-    splits = fold_splits(fold_ids) if splits is None else splits
+    n_jobs, verbose = options.n_jobs, options.verbose
+    error_score, pre_dispatch = options.error_score, options.pre_dispatch
+    return_train_score, refit = options.return_train_score, options.refit
     names = list(scorer) if isinstance(scorer, dict) else ["score"]
     scores = {name: [] for name in names}
     train_scores = {name: [] for name in names}

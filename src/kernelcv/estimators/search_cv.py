@@ -37,7 +37,7 @@ from ..selection.screening import Screening
 from ..selection.search import make_method, run_search
 from ..validation import explicit_splits, make_folds, partitions, splitter_fold_ids
 from ._base import _resolve_gamma
-from ._search_refit import refit_search
+from ._search_refit import FoldByFold, fold_splits, refit_search
 from ._search_results import cv_results
 from ._search_space import ESTIMATORS, default_grid, grid_candidates, split_estimator
 from ._stand_ins import stand_in_kernel
@@ -418,12 +418,14 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             print(f"[KernelSearchCV] {self.n_splits_} folds for each of {len(params)} "
                   "candidates, fold by fold (method 'exact')", file=sys.stderr)
         self.search_ = None
-        self.cv_results_, self.best_index_ = refit_search(
-            estimator, params, search_params, prefix, X, y, fold_ids, self.scorer_,
-            lams=lams, n_jobs=self.n_jobs, verbose=self.verbose, error_score=self.error_score,
+        options = FoldByFold(
+            n_jobs=self.n_jobs, verbose=self.verbose, error_score=self.error_score,
             return_train_score=self.return_train_score, pre_dispatch=self.pre_dispatch,
-            refit=self.refit if self.multimetric_ and not callable(self.refit) else None,
-            splits=splits)
+            refit=self.refit if self.multimetric_ and not callable(self.refit) else None)
+        self.cv_results_, self.best_index_ = refit_search(
+            estimator, params, search_params, prefix, X, y,
+            fold_splits(fold_ids) if splits is None else splits, self.scorer_, lams=lams,
+            options=options)
         self._refit_callable()
         if classifier:
             self.classes_ = np.unique(np.asarray(y))
