@@ -47,11 +47,13 @@ from .feature_growth import (
     sums_memory,
 )
 from .feature_notes import edge_notes, feature_notes, growth_notes
+from .final import FINALS
 from .methods import CVMethod
 from .refine import (
     REFINE_MAX_EVALS,
     check_refine,
     check_refine_memory,
+    refine_for_final,
     refine_wanted,
     refit_name,
 )
@@ -130,6 +132,13 @@ class FeatureSpace(CVMethod):
         integer, else 0).
     refine, refine_evals : the exact local refinement after the grid ("auto", True or
         False; at most ``refine_evals`` exact refit CVs).
+    final : the model a front door fits after the search (``kernelcv select``'s test
+        error, ``KernelSearchCV``'s ``best_estimator_``): ``"kernel"`` (one exact fit at
+        the chosen gamma and ``C = 1/(2 n lam)``), ``"linear"`` (the linear model in
+        feature space, with ``final_features`` features, default twice the search's D;
+        it turns ``refine="auto"`` off and refuses ``refine=True``) or ``"auto"``
+        (kernel up to ``final_kernel_limit`` samples, default 100,000, and within the
+        memory budget; linear otherwise, with a note).
 
     Notes
     -----
@@ -157,6 +166,9 @@ class FeatureSpace(CVMethod):
     min_features: int = START_FEATURES
     feature_time: float = TIME_BUDGET
     feature_tol: float = TOLERANCE
+    final: str = "auto"
+    final_features: int | None = None
+    final_kernel_limit: int | None = None
     # Resolved by the adaptive growth: the D used, and the growth itself (path, map).
     features_used: int | None = None
     growth: object = field(default=None, compare=False, repr=False)
@@ -168,6 +180,16 @@ class FeatureSpace(CVMethod):
     # more than two classes: their number and the scheme ("ovo"/"ovr"); else 2 and None
     n_classes: int = 2
     strategy: str | None = None
+
+    def __post_init__(self):
+        if self.final not in FINALS:
+            raise KernelCVError(f"final must be one of {', '.join(FINALS)}, got "
+                                f"{self.final!r}")
+        for name in ("final_features", "final_kernel_limit"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool)
+                                      or not isinstance(value, int | np.integer) or value < 1):
+                raise KernelCVError(f"{name} must be a positive integer, got {value!r}")
 
     def bind(self, machine: Machine, kernel: str, random_state=None):
         """Check the options against the machine; resolve the loss, seed and intercept.
@@ -193,6 +215,7 @@ class FeatureSpace(CVMethod):
                                 "always has an intercept: drop fit_intercept=False "
                                 "(--no-intercept) or use machine 'l2svm'")
         check_refine(self.refine, self.refine_evals)
+        refine = refine_for_final(self.refine, self.final)
         seed = self.feature_seed
         if seed is None:
             seed = (int(random_state) if isinstance(random_state, int | np.integer)
@@ -205,7 +228,7 @@ class FeatureSpace(CVMethod):
             feature_loss=loss, max_features=int(self.max_features),
             min_features=int(self.min_features), feature_time=float(self.feature_time),
             feature_tol=float(self.feature_tol),
-            feature_seed=int(seed), refine_evals=int(self.refine_evals),
+            feature_seed=int(seed), refine=refine, refine_evals=int(self.refine_evals),
             machine_name=machine.name, refit_machine=refit_name(machine),
             classifier=machine.is_classifier, feature_intercept=bool(machine.fit_intercept),
             n_classes=machine.n_classes if machine.is_multiclass else 2,

@@ -45,6 +45,10 @@ DENSE_FINAL_BYTES = 512 * 2**20  # densify sparse X up to this size for the fina
 FINAL_DENSE_MATRICES = 2.0
 
 
+#: The final models of method "rff": the exact kernel machine, the linear model in feature
+#: space, or the first where it fits.
+FINALS = ("auto", "kernel", "linear")
+
 def _to_dense(X):
     return X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
 
