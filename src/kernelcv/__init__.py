@@ -19,12 +19,34 @@ if TYPE_CHECKING:  # the same names, for type checkers and the import graph
     from .kernels import GramFactory, Kernel, make_kernel
     from .machines import MACHINES, make_machine
     from .machines.saved_model import load_model
+    from .selection import (
+        BIF,
+        GACV,
+        ClosedForm,
+        ExactRefit,
+        Execution,
+        FeatureSpace,
+        GranularityRule,
+        Safeguards,
+        Screening,
+        Spectral,
+    )
     from .selection.search import SearchResult, grid_search
 
 from ._version import __version__ as __version__
 
 # public name -> the module (relative to kernelcv) that defines it
 _EXPORTS = {
+    "BIF": "selection",
+    "ClosedForm": "selection",
+    "ExactRefit": "selection",
+    "FeatureSpace": "selection",
+    "GACV": "selection",
+    "GranularityRule": "selection",
+    "Spectral": "selection",
+    "Safeguards": "selection",
+    "Execution": "selection",
+    "Screening": "selection",
     "CVResult": "criteria.result",
     "GramFactory": "kernels",
     "Kernel": "kernels",
@@ -42,6 +64,16 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "BIF",
+    "ClosedForm",
+    "ExactRefit",
+    "FeatureSpace",
+    "GACV",
+    "GranularityRule",
+    "Spectral",
+    "Safeguards",
+    "Execution",
+    "Screening",
     "CVResult",
     "GramFactory",
     "Kernel",

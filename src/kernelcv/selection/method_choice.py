@@ -20,7 +20,8 @@ METHOD_CLASSES = {cls.name: cls for cls in (ExactRefit, ClosedForm, BIF, GACV, F
                                             Spectral)}
 METHODS = tuple(METHOD_CLASSES)
 # The default options of the random-feature method (refused with other methods).
-_FEATURE_DEFAULTS = ("auto", None, None, None, "auto", REFINE_MAX_EVALS, MAX_FEATURES, TIME_BUDGET)
+_FEATURE_DEFAULTS = ("auto", None, None, None, "auto", REFINE_MAX_EVALS, MAX_FEATURES, TIME_BUDGET,
+                     "auto", None, None)
 
 __all__ = ["METHODS", "METHOD_CLASSES", "default_method", "make_method", "method_name"]
 
@@ -39,7 +40,8 @@ def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
                 granularity="adaptive", tol=1e-6, features="auto", feature_map=None,
                 feature_loss=None, feature_seed=None, refine="auto",
                 refine_evals=REFINE_MAX_EVALS, max_features=MAX_FEATURES,
-                feature_time=TIME_BUDGET) -> CVMethod:
+                feature_time=TIME_BUDGET, final="auto", final_features=None,
+                final_kernel_limit=None) -> CVMethod:
     """The CV method object of the flat options (``grid_search``'s, the CLI's).
 
     ``method`` is a name, None (the machine's default) or a method object
@@ -52,7 +54,8 @@ def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
     """
     if isinstance(method, CVMethod):
         flat = (order, epsilon, granularity, tol, features, feature_map, feature_loss,
-                feature_seed, refine, refine_evals, max_features, feature_time)
+                feature_seed, refine, refine_evals, max_features, feature_time, final,
+                final_features, final_kernel_limit)
         if flat != ("inf", None, "adaptive", 1e-6, *_FEATURE_DEFAULTS):
             raise KernelCVError(
                 f"method is the object {method!r}: give its options inside it (e.g. "
@@ -67,9 +70,11 @@ def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
                             "or give a method object (kernelcv.selection.methods)")
     rff = method == FeatureSpace.name
     if not rff and (features, feature_map, feature_loss, feature_seed, refine,
-                    refine_evals, max_features, feature_time) != _FEATURE_DEFAULTS:
+                    refine_evals, max_features, feature_time, final, final_features,
+                    final_kernel_limit) != _FEATURE_DEFAULTS:
         raise KernelCVError("features, feature_map, feature_loss, feature_seed, refine(_evals), "
-                            "max_features and feature_time belong to method='rff'")
+                            "max_features, feature_time and final(_features, _kernel_limit) "
+                            "belong to method='rff'")
     auto = isinstance(folds, str)
     if auto and rff and folds == "auto":
         raise KernelCVError("folds='auto' chooses BIF orders; give method 'rff' a number "
@@ -90,7 +95,9 @@ def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
         return FeatureSpace(features=features, feature_map=feature_map,
                             feature_loss=feature_loss, feature_seed=feature_seed,
                             refine=refine, refine_evals=refine_evals,
-                            max_features=max_features, feature_time=feature_time)
+                            max_features=max_features, feature_time=feature_time,
+                            final=final, final_features=final_features,
+                            final_kernel_limit=final_kernel_limit)
     if method == BIF.name:
         return BIF(order=order, tol=tol)
     return METHOD_CLASSES[method]()
