@@ -36,7 +36,7 @@ import numpy as np
 from sklearn.model_selection import GridSearchCV, PredefinedSplit, train_test_split
 from sklearn.svm import SVC
 
-from kernelcv import grid_search
+from kernelcv import FeatureSpace, grid_search
 from kernelcv.criteria.random_features import c_to_lam, paper_cs, paper_gammas
 from kernelcv.datasets import load_data, load_train_test
 from kernelcv.selection.final import fit_final
@@ -69,10 +69,11 @@ def rff_select(X, y, X_test, y_test, folds, gammas, cs, D=30, loss=None, final=T
     The svm keeps its (default) intercept: the feature-space model, the refinement's SVC
     refits and the final SVC always had one, so the numbers are those of the paper's setup.
     """
-    search_s, result = timed(lambda: grid_search(
-        X, y, "svm", method="rff", folds=folds, features=D, gammas=gammas,
-        lams=[float(v) for v in c_to_lam(cs, y.shape[0])], feature_loss=loss,
-        refine=refine))
+    search_s, result = timed(lambda: grid_search(X, y, "svm",
+                                                 method=FeatureSpace(features=D, feature_loss=loss,
+                                                                     refine=refine),
+                                                 folds=folds, gammas=gammas,
+                                                 lams=[float(v) for v in c_to_lam(cs, y.shape[0])]))
     out = {"search_s": search_s, "gamma": result.best["gamma"], "C": result.best["C"],
            "cv_error": result.best["cv_error"], "final_s": None, "accuracy": None,
            "refined": len(result.refined),

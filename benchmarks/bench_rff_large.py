@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from kernelcv import Execution
+
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "libsvm"
 TRAIN, TEST = SHARED / "ijcnn1.svm.gz", SHARED / "ijcnn1.t.svm.gz"
 
@@ -148,8 +150,8 @@ def mode_one(args):
                                                dashboard_address=None)
             client = distributed.Client(cluster)
         tic = time.perf_counter()
-        result = grid_search(NpzSource(args.path), None, "svm", method="rff",
-                             scheduler=client, **kwargs)
+        result = grid_search(NpzSource(args.path), None, "svm", method="rff", **kwargs,
+                             execution=Execution(scheduler=client))
         seconds = time.perf_counter() - tic
         workers = max(client.run(peak_rss_mib).values())
         client.close()

@@ -27,6 +27,7 @@ from sklearn.model_selection import GridSearchCV, HalvingGridSearchCV, Predefine
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
+from kernelcv import Safeguards
 from kernelcv.selection.search import grid_search
 from kernelcv.validation import make_folds
 
@@ -48,7 +49,8 @@ def run(n, machine, methods, gammas, lam_exponents, peers):
     for method in methods:
         tic = time.perf_counter()
         result = grid_search(X, y, machine, method=method, gammas=gammas, lams=lams,
-                             folds=folds, confirm=3 if method == "bif" else 0)
+                             folds=folds,
+                             safeguards=Safeguards(confirm=3 if method == "bif" else 0))
         seconds = time.perf_counter() - tic
         errors = {(c["gamma"], c["lam"]): c["cv_error"] for c in result.candidates}
         rows[method] = (seconds, result.best_params, result.best_cv_error, errors)

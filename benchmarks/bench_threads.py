@@ -56,13 +56,14 @@ def _data(n):
 
 
 def _run_task(task, X, y):
-    from kernelcv import cross_validate, grid_search
+    from kernelcv import BIF, cross_validate, grid_search
 
     n, d = X.shape
     if task.startswith("cv"):
         _, method, machine = task.split()
         return cross_validate(X, y, machine, gamma=1.0 / d, lam=1.0 / n, folds=FOLDS,
-                              method=method, order=5, random_state=0)
+                              method=BIF(order=5) if method == "bif" else method,
+                              random_state=0)
     gammas = [2.0**k / d for k in range(-2, 3)]
     lams = [2.0**k / n for k in range(0, 9, 2)]
     return grid_search(X, y, "svm", gammas=gammas, lams=lams, folds=FOLDS, random_state=0)

@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from kernelcv import cross_validate
+from kernelcv import BIF, cross_validate
 
 
 def problem(rng, machine):
@@ -49,7 +49,7 @@ def main(argv=None):
             X, y, options = problem(rng, machine)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                bif = cross_validate(X, y, machine, method="bif", order="inf", **options)
+                bif = cross_validate(X, y, machine, method=BIF(order="inf"), **options)
                 exact = cross_validate(X, y, machine, method="exact", **options)
             limit = 0.01 * (1.0 if bif.metric == "0-1" else abs(exact.cv_error))
             off = not abs(bif.cv_error - exact.cv_error) <= limit

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernelcv import cross_validate
+from kernelcv import BIF, cross_validate
 from kernelcv.cli import main
 from kernelcv.criteria.conditioning import ILL_CONDITIONED, relative_rounding
 from kernelcv.criteria.truncation import TOLERANCE
@@ -103,8 +103,8 @@ def test_order_inf_at_tiny_lam_is_flagged_and_exact_refit_stays_right(n, machine
     lam = 1e-12
     truth = _rational_refit_cv(K, y, folds, lam, machine == "lssvm")
     with pytest.warns(RuntimeWarning, match=ILL_CONDITIONED):
-        inf = cross_validate(X, y, machine, gamma=gamma, lam=lam, folds=folds, method="bif",
-                             order="inf")
+        inf = cross_validate(X, y, machine, gamma=gamma, lam=lam, folds=folds,
+                             method=BIF(order="inf"))
     assert _off(inf, machine, y, truth)  # the issue: order inf is wrong here
     assert inf.ill_conditioned and inf.rounding_error > 0
     assert inf.to_dict()["ill_conditioned"] is True
@@ -121,8 +121,8 @@ def test_order_inf_at_moderate_lam_is_not_flagged(n, machine, gamma, t):
     truth = _rational_refit_cv(K, y, folds, 1e-4, machine == "lssvm")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        inf = cross_validate(X, y, machine, gamma=gamma, lam=1e-4, folds=folds, method="bif",
-                             order="inf")
+        inf = cross_validate(X, y, machine, gamma=gamma, lam=1e-4, folds=folds,
+                             method=BIF(order="inf"))
     assert not inf.ill_conditioned and inf.rounding_error < 1e-6 * inf.cv_error
     assert np.allclose(inf.predictions, truth, rtol=1e-6, atol=1e-9)
 
@@ -150,8 +150,8 @@ def test_order_inf_flags_itself_whenever_rounding_moves_it_off_exact(seed, n, ma
     gamma, lam = 10.0**log_gamma, 10.0**log_lam
     X, y, K, folds = _problem(seed, n, 2, gamma, machine, t)
     try:
-        inf = cross_validate(X, y, machine, gamma=gamma, lam=lam, folds=folds, method="bif",
-                             order="inf")
+        inf = cross_validate(X, y, machine, gamma=gamma, lam=lam, folds=folds,
+                             method=BIF(order="inf"))
     except KernelCVError:  # a fold whose training part has one class
         return
     truth = _rational_refit_cv(K, y, folds, lam, machine == "lssvm")

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernelcv import cross_validate
+from kernelcv import BIF, cross_validate
 from kernelcv.cli import main
 from kernelcv.criteria.bif import bif_predictions
 from kernelcv.criteria.truncation import (
@@ -62,8 +62,8 @@ def test_first_five_rows_of_heart_order_5_is_flagged(machine):
     """Issue 18: order 5 gave CV error 0 where exact refit gives 0.8, silently."""
     X, y = _heart_like(5)
     with pytest.warns(RuntimeWarning, match="BIF series not converged at order 5"):
-        bif = cross_validate(X, y, machine, gamma=1 / 13, lam=1e-3, folds=5, method="bif",
-                             order=5)
+        bif = cross_validate(X, y, machine, gamma=1 / 13, lam=1e-3, folds=5,
+                             method=BIF(order=5))
     exact = cross_validate(X, y, machine, gamma=1 / 13, lam=1e-3, folds=5, method="exact")
     assert abs(bif.cv_error - exact.cv_error) > 0.5
     assert bif.unconverged and bif.truncation_error >= abs(bif.cv_error - exact.cv_error)
@@ -81,10 +81,10 @@ def test_auto_order_never_stops_on_a_term_small_because_the_series_has_not_start
         # (n lam = 1.2e-10: the limit's rounding is another matter, flagged on its own)
         warnings.filterwarnings("ignore", message=".*BIF value ill-conditioned")
         warnings.filterwarnings("ignore", message=".*BIF value not certified")
-        auto = cross_validate(X, y, "l2svm", gamma=1 / 13, lam=lam, folds=10,
-                              random_state=0, method="bif", order="auto")
+        auto = cross_validate(X, y, "l2svm", gamma=1 / 13, lam=lam, folds=10, random_state=0,
+                              method=BIF(order="auto"))
     limit = cross_validate(X, y, "l2svm", gamma=1 / 13, lam=lam, folds=10, random_state=0,
-                           method="bif", order="inf")
+                           method=BIF(order="inf"))
     assert auto.order_used != 1
     assert auto.ill_conditioned  # rounding, not truncation (test_bif_conditioning.py)
     assert auto.cv_error == pytest.approx(limit.cv_error, abs=_limit("0-1", 0))
@@ -96,8 +96,8 @@ def test_heart_small_lam_order_5_is_flagged_and_inf_is_not():
     """Issue 18: heart at lam = 1e-5, order 5: 0.052 against an exact 0.196."""
     X, y = _heart_like()
     common = {"gamma": 1 / 13, "lam": 1e-5, "folds": 10, "random_state": 0}
-    five = cross_validate(X, y, "lssvm", method="bif", order=5, **common)
-    inf = cross_validate(X, y, "lssvm", method="bif", order="inf", **common)
+    five = cross_validate(X, y, "lssvm", method=BIF(order=5), **common)
+    inf = cross_validate(X, y, "lssvm", method=BIF(order="inf"), **common)
     exact = cross_validate(X, y, "lssvm", method="exact", **common)
     assert abs(five.cv_error - exact.cv_error) > 0.05 and five.unconverged
     assert inf.truncation_error == 0 and not inf.unconverged
@@ -109,8 +109,8 @@ def test_converged_series_is_not_flagged():
     X, y = _heart_like(100)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        result = cross_validate(X, y, "lssvm", gamma=1 / 13, lam=1.0, folds=5,
-                                random_state=0, method="bif", order=8)
+        result = cross_validate(X, y, "lssvm", gamma=1 / 13, lam=1.0, folds=5, random_state=0,
+                                method=BIF(order=8))
     assert not result.unconverged and result.truncation_error < TOLERANCE["0-1"]
 
 
@@ -192,7 +192,7 @@ def _seed_2845():
 def test_property_run_example_lssvm_low_order_is_flagged(order):
     X, y, options = _seed_2845()
     exact = cross_validate(X, y, "lssvm", method="exact", **options)
-    bif = cross_validate(X, y, "lssvm", method="bif", order=order, **options)
+    bif = cross_validate(X, y, "lssvm", method=BIF(order=order), **options)
     assert abs(bif.cv_error - exact.cv_error) > TOLERANCE["0-1"]
     assert bif.unconverged
     assert bif.truncation_error >= abs(bif.cv_error - exact.cv_error)
@@ -286,7 +286,7 @@ def check_square_loss_case(case, machine):
     t = min(case["t"], case["n"]) if regression else min(case["t"], case["n"] // 2)
     options = {"gamma": 10.0 ** case["log_gamma"], "lam": 10.0 ** case["log_lam"],
                "folds": t, "random_state": case["seed"]}
-    bif = cross_validate(X, y, machine, method="bif", order=case["order"], **options)
+    bif = cross_validate(X, y, machine, method=BIF(order=case["order"]), **options)
     exact = cross_validate(X, y, machine, method="exact", **options)
     if not (np.isfinite(bif.cv_error) and np.isfinite(exact.cv_error)):
         return
@@ -309,7 +309,7 @@ def test_l2svm_bif_flags_itself_whenever_off_from_its_limit(case):
     X, y = _problem(case, regression=False)
     options = {"gamma": 10.0 ** case["log_gamma"], "lam": 10.0 ** case["log_lam"],
                "folds": min(case["t"], case["n"] // 2), "random_state": case["seed"]}
-    bif = cross_validate(X, y, "l2svm", method="bif", order=case["order"], **options)
-    limit = cross_validate(X, y, "l2svm", method="bif", order="inf", **options)
+    bif = cross_validate(X, y, "l2svm", method=BIF(order=case["order"]), **options)
+    limit = cross_validate(X, y, "l2svm", method=BIF(order="inf"), **options)
     if abs(bif.cv_error - limit.cv_error) > TOLERANCE["0-1"]:
         assert bif.unconverged or bif.degenerate or bif.ill_conditioned

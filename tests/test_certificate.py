@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
 
-from kernelcv import cross_validate
+from kernelcv import BIF, cross_validate
 from kernelcv.cli import main
 from kernelcv.criteria.bif import bif_predictions
 from kernelcv.criteria.certificate import (
@@ -153,7 +153,7 @@ def test_heart_at_small_lam_is_flagged_with_a_warning(machine):
     X, y = _heart_like()
     common = {"gamma": 1 / 13, "lam": 1e-5, "folds": 10, "random_state": 0}
     with pytest.warns(RuntimeWarning, match=UNCERTIFIED) as caught:
-        bif = cross_validate(X, y, machine, method="bif", order="inf", **common)
+        bif = cross_validate(X, y, machine, method=BIF(order="inf"), **common)
     exact = cross_validate(X, y, machine, method="exact", **common)
     assert bif.uncertified and bif.to_dict()["uncertified"] is True
     assert bif.certified_error >= abs(bif.cv_error - exact.cv_error)
@@ -165,8 +165,8 @@ def test_a_well_regularised_svm_value_is_certified_without_a_warning():
     X, y = _heart_like(120)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        bif = cross_validate(X, y, "l2svm", gamma=1 / 13, lam=1.0, folds=5, method="bif",
-                             order="inf")
+        bif = cross_validate(X, y, "l2svm", gamma=1 / 13, lam=1.0, folds=5,
+                             method=BIF(order="inf"))
     exact = cross_validate(X, y, "l2svm", gamma=1 / 13, lam=1.0, folds=5, method="exact")
     assert not bif.uncertified and bif.certified_error <= TOLERANCE["0-1"]
     assert abs(bif.cv_error - exact.cv_error) <= bif.certified_error
@@ -174,8 +174,8 @@ def test_a_well_regularised_svm_value_is_certified_without_a_warning():
 
 def test_the_square_loss_has_no_certificate_and_no_flag():
     X, y = _heart_like(60)
-    result = cross_validate(X, y, "lssvm", gamma=1 / 13, lam=1e-2, folds=5, method="bif",
-                            order="inf")
+    result = cross_validate(X, y, "lssvm", gamma=1 / 13, lam=1e-2, folds=5,
+                            method=BIF(order="inf"))
     assert result.certified_error is None and not result.uncertified
 
 

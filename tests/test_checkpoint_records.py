@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kernelcv import Execution
 from kernelcv.cli import main
 from kernelcv.datasets import make_synthetic
 from kernelcv.selection.record_checks import check_exact, check_setting_records
@@ -142,11 +143,11 @@ def test_records_of_every_method_pass_the_checks(problem, tmp_path, options):
     options = dict(options)
     machine = options.pop("machine")
     path = tmp_path / "c.ckpt"
-    first = grid_search(X, y, machine, gammas=GAMMAS, lams=LAMS, folds=4, checkpoint=path,
-                        **options)
+    first = grid_search(X, y, machine, gammas=GAMMAS, lams=LAMS, folds=4, **options,
+                        execution=Execution(checkpoint=path))
     calls = []
-    again = grid_search(X, y, machine, gammas=GAMMAS, lams=LAMS, folds=4, checkpoint=path,
-                        progress=lambda *a: calls.append(a), **options)
+    again = grid_search(X, y, machine, gammas=GAMMAS, lams=LAMS, folds=4, **options,
+                        execution=Execution(checkpoint=path, progress=lambda *a: calls.append(a)))
     assert calls[0] == ("search", len(GAMMAS), len(GAMMAS))
     assert not [n for n in again.notes if "dropped" in n], again.notes
     assert _stable(again) == _stable(first)
@@ -159,8 +160,10 @@ def test_multiclass_records_pass_the_checks(tmp_path):
     X[y == 1] += 2.5
     X[y == 2] -= 2.5
     path = tmp_path / "c.ckpt"
-    grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=3, checkpoint=path)
-    again = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=3, checkpoint=path)
+    grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=3,
+                execution=Execution(checkpoint=path))
+    again = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=3,
+                        execution=Execution(checkpoint=path))
     assert not [n for n in again.notes if "dropped" in n], again.notes
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import dump_svmlight_file
 
+from kernelcv import BIF, make_machine
 from kernelcv.cli import main, run_cv
 from kernelcv.cv import cross_validate
 from kernelcv.datasets import load_data, make_synthetic
@@ -112,8 +113,8 @@ def test_json_regression(capsys, regression_file):
     path, X, y = regression_file
     summary, _ = _run_json(capsys, "cv", path, "--machine", "svr", "--gamma", 0.5,
                            "--lam", 1e-3, "--svr-epsilon", 0.2, "--method", "bif")
-    expected = cross_validate(X, y, machine="svr", gamma=0.5, lam=1e-3, epsilon=0.2,
-                              method="bif", order="inf", random_state=0)
+    expected = cross_validate(X, y, machine=make_machine("svr", epsilon=0.2), gamma=0.5,
+                              lam=1e-3, method=BIF(order="inf"), random_state=0)
     assert summary["cv_error"] == expected.cv_error
     assert summary["metric"] == "mse"
 

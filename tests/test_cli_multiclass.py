@@ -9,7 +9,7 @@ import pytest
 from sklearn.datasets import dump_svmlight_file
 from sklearn.multiclass import OneVsOneClassifier
 
-from kernelcv import cross_validate
+from kernelcv import cross_validate, make_machine
 from kernelcv.cli import main
 from kernelcv.estimators import HuberSVMClassifier, L2SVMClassifier, LSSVMClassifier
 from kernelcv.validation import make_folds
@@ -157,7 +157,8 @@ def test_one_vs_one_is_the_default(capsys, multiclass_files):
     assert result.cv_error == pytest.approx(np.mean(held_out != y))
     assert any("ovo" in note for note in result.notes)
     # at gamma = 3 one-vs-rest errs differently, so the check tells the schemes apart
-    ovr = cross_validate(X, y, "lssvm", gamma=3.0, lam=0.01, folds=folds, multiclass="ovr")
+    ovr = cross_validate(X, y, make_machine("lssvm", multiclass="ovr"), gamma=3.0, lam=0.01,
+                         folds=folds)
     assert ovr.cv_error != pytest.approx(result.cv_error)
 
 

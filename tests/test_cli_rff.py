@@ -10,6 +10,7 @@ import pytest
 from sklearn.datasets import dump_svmlight_file
 from sklearn.svm import SVC
 
+from kernelcv import FeatureSpace
 from kernelcv.cli import main
 from kernelcv.criteria.random_features import linear_svm_path_cv
 from kernelcv.datasets import make_synthetic
@@ -66,7 +67,7 @@ def test_rff_report_and_exact_final_test_error(capsys, files):
     svc = SVC(C=best["C"], gamma=best["gamma"]).fit(X[:N], y[:N])
     assert report["test_error"] == pytest.approx(np.mean(svc.predict(X[N:]) != y[N:]))
     # the CV error is the feature-space CV on the search's folds
-    search = grid_search(X[:N], y[:N], "svm", method="rff", folds=5, features=40,
+    search = grid_search(X[:N], y[:N], "svm", method=FeatureSpace(features=40), folds=5,
                          gammas=[best["gamma"]], lams=[best["lam"]])
     Z = FeatureMap("rff", 40, random_state=0).fit(X[:N]).transform(X[:N], best["gamma"])
     path = linear_svm_path_cv(Z, y[:N], search.fold_ids, [best["lam"]])

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import dump_svmlight_file
 
-from kernelcv import cross_validate
+from kernelcv import BIF, cross_validate
 from kernelcv.cli import main
 from kernelcv.datasets import load_data, make_synthetic
 from kernelcv.estimators import KernelRidgeRegressor, L2SVMClassifier
@@ -202,8 +202,8 @@ def test_poly_degree_range(capsys, files):
     assert code == 0, err
     report = json.loads(out)
     X, y = load_data(files["train"])
-    result = grid_search(X, y, "lssvm", kernel="poly", degrees=[1, 2, 3], gamma=0.5,
-                         lams=LAM_VALUES)
+    result = grid_search(X, y, "lssvm", kernel="poly", degrees=[1, 2, 3], lams=LAM_VALUES,
+                         kernel_params={"gamma": 0.5})
     assert report["param_name"] == "degree"
     assert report["best_params"] == result.best_params
     assert [c["score"] for c in report["candidates"]] == [c["score"] for c in result.candidates]
@@ -585,7 +585,7 @@ def test_curve_orders_are_bif_cv_values():
         values = _bif_along(result, result.candidates, order, X, y, None)
         for c, value in zip(result.candidates, values, strict=True):
             ref = cross_validate(X, y, "l2svm", gamma=c["gamma"], lam=c["lam"],
-                                 folds=result.fold_ids, method="bif", order=order)
+                                 folds=result.fold_ids, method=BIF(order=order))
             assert value == pytest.approx(ref.cv_error)
 
 

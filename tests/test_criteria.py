@@ -8,6 +8,7 @@ import pytest
 from sklearn.datasets import make_classification, make_friedman1
 
 import kernelcv as kc
+from kernelcv import BIF
 from kernelcv.criteria.bif import bif_predictions
 from kernelcv.kernels import make_kernel
 from kernelcv.machines import make_machine
@@ -80,8 +81,8 @@ def test_bif_inf_is_exact_for_square_loss(classification, machine):
     X, y = classification
     ids = unequal_folds(len(y), 5)
     exact = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-3, folds=ids, method="exact")
-    bif = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-3, folds=ids, method="bif",
-                            order="inf")
+    bif = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-3, folds=ids,
+                            method=BIF(order="inf"))
     assert bif.order_used == "inf"
     assert rel_diff(bif.predictions, exact.predictions) < 1e-9
 
@@ -94,8 +95,8 @@ def test_bif_error_decreases_with_order_for_square_loss(classification, machine)
     exact = kc.cross_validate(X, y, machine, gamma=0.3, lam=3e-3, folds=ids, method="exact")
     errors = []
     for order in (1, 2, 4, 8, 16, 32):
-        bif = kc.cross_validate(X, y, machine, gamma=0.3, lam=3e-3, folds=ids, method="bif",
-                                order=order)
+        bif = kc.cross_validate(X, y, machine, gamma=0.3, lam=3e-3, folds=ids,
+                                method=BIF(order=order))
         errors.append(np.mean(np.abs(bif.predictions - exact.predictions)))
     assert all(b < a for a, b in zip(errors, errors[1:], strict=False)), errors
     assert errors[-1] < 1e-3 * errors[0]
@@ -109,8 +110,8 @@ def test_bif_l2svm_converges_to_newton_step_and_close_to_exact(classification):
     exact = kc.cross_validate(X, y, "l2svm", gamma=0.3, lam=1e-2, folds=ids, method="exact")
     gaps, predictions = [], {}
     for order in (1, 3, 10, "inf"):
-        bif = kc.cross_validate(X, y, "l2svm", gamma=0.3, lam=1e-2, folds=ids, method="bif",
-                                order=order)
+        bif = kc.cross_validate(X, y, "l2svm", gamma=0.3, lam=1e-2, folds=ids,
+                                method=BIF(order=order))
         predictions[order] = bif.predictions
         gaps.append(np.mean(np.abs(bif.predictions - exact.predictions)))
     assert gaps[1] < gaps[0]
@@ -125,14 +126,14 @@ def test_bif_l2svm_converges_to_newton_step_and_close_to_exact(classification):
 def test_bif_auto_reports_order_and_matches_inf(classification):
     X, y = classification
     ids = np.arange(len(y)) % 5
-    auto = kc.cross_validate(X, y, "l2svm", gamma=0.3, lam=1e-2, folds=ids, method="bif",
-                             order="auto", tol=1e-8)
-    inf = kc.cross_validate(X, y, "l2svm", gamma=0.3, lam=1e-2, folds=ids, method="bif",
-                            order="inf")
+    auto = kc.cross_validate(X, y, "l2svm", gamma=0.3, lam=1e-2, folds=ids,
+                             method=BIF(order="auto", tol=1e-8))
+    inf = kc.cross_validate(X, y, "l2svm", gamma=0.3, lam=1e-2, folds=ids,
+                            method=BIF(order="inf"))
     assert isinstance(auto.order_used, int) and auto.order_used > 1
     assert rel_diff(auto.predictions, inf.predictions) < 1e-6
-    low = kc.cross_validate(X, y, "l2svm", gamma=0.3, lam=1e-2, folds=ids, method="bif",
-                            order="auto", tol=1e-2)
+    low = kc.cross_validate(X, y, "l2svm", gamma=0.3, lam=1e-2, folds=ids,
+                            method=BIF(order="auto", tol=1e-2))
     assert low.order_used < auto.order_used
 
 
@@ -143,8 +144,8 @@ def test_bif_auto_reports_order_and_matches_inf(classification):
 def test_bif_huber_machines_close_to_exact(classification, regression, machine, intercept):
     X, y = classification if machine == "svm" else regression
     ids = np.arange(len(y)) % 10
-    exact = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-2, folds=ids, method="exact",
-                              fit_intercept=intercept)
+    exact = kc.cross_validate(X, y, make_machine(machine, fit_intercept=intercept), gamma=0.3,
+                              lam=1e-2, folds=ids, method="exact")
     baseline = np.mean(np.abs(exact.predictions
                               - make_full_decision(X, y, machine, intercept)))
     # The correction must beat "no correction" (the training fit) by a wide margin. The
@@ -152,8 +153,8 @@ def test_bif_huber_machines_close_to_exact(classification, regression, machine, 
     # gap/baseline 0.36 bias-free, 0.52 with intercept), so its bound is looser there.
     factor = 0.6 if (machine, intercept) == ("svr", True) else 0.5
     for order in (5, "inf"):
-        bif = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-2, folds=ids, method="bif",
-                                order=order, fit_intercept=intercept)
+        bif = kc.cross_validate(X, y, make_machine(machine, fit_intercept=intercept), gamma=0.3,
+                                lam=1e-2, folds=ids, method=BIF(order=order))
         gap = np.mean(np.abs(bif.predictions - exact.predictions))
         assert gap < factor * baseline, (order, gap, baseline)
 
@@ -212,8 +213,8 @@ def test_bif_matches_factorial_form_and_printed_form_is_wrong(classification):
     printed = reference_bif(K, y, ids, lam, machine, 4, printed=True)
     assert used == 4
     assert rel_diff(ours, derived) < 1e-9
-    exact = kc.cross_validate(X, y, "svm", gamma=0.3, lam=lam, folds=ids, huber_width=0.1,
-                              fit_intercept=False, method="exact").predictions
+    exact = kc.cross_validate(X, y, make_machine("svm", huber_width=0.1, fit_intercept=False),
+                              gamma=0.3, lam=lam, folds=ids, method="exact").predictions
     err_derived = np.mean(np.abs(derived - exact))
     err_printed = np.mean(np.abs(printed - exact))
     err_none = np.mean(np.abs(fit.decision - exact))
@@ -230,27 +231,25 @@ def test_tiny_kernel_width_is_flagged_degenerate(classification):
     X, y = classification
     for machine in ("l2svm", "lssvm"):
         tiny = kc.cross_validate(X, y, machine, gamma=1e4, lam=1e-3, folds=5, random_state=0,
-                                 method="bif", order=5)
-        normal = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-3, folds=5,
-                                   random_state=0, method="bif", order=5)
+                                 method=BIF(order=5))
+        normal = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-3, folds=5, random_state=0,
+                                   method=BIF(order=5))
         assert tiny.degenerate and not normal.degenerate
         assert tiny.heldout_ratio < 1e-6 < normal.heldout_ratio
         assert any("degenerate" in note for note in tiny.notes)
 
 
-@pytest.mark.parametrize("machine, method, order", [
-    ("l2svm", "exact", 5), ("krr", "closed-form", 5), ("lssvm", "closed-form", 5),
-    ("krr", "bif", "inf"), ("lssvm", "bif", "inf"), ("l2svm", "bif", "inf")])
-def test_direct_methods_stay_exact_at_tiny_kernel_widths(classification, machine, method,
-                                                        order):
+@pytest.mark.parametrize("machine, method", [
+    ("l2svm", "exact"), ("krr", "closed-form"), ("lssvm", "closed-form"),
+    ("krr", BIF(order="inf")), ("lssvm", BIF(order="inf")), ("l2svm", BIF(order="inf"))])
+def test_direct_methods_stay_exact_at_tiny_kernel_widths(classification, machine, method):
     """Exact, closed-form and order inf form held-out values directly: not degenerate,
     and equal to refit CV even where the held-out values are ~1e-30 of the training fit."""
     X, y = classification
     ids = np.arange(len(y)) % 5
     exact = kc.cross_validate(X, y, machine, gamma=400.0, lam=1e-3, folds=ids,
                               method="exact")
-    fast = kc.cross_validate(X, y, machine, gamma=400.0, lam=1e-3, folds=ids, method=method,
-                             order=order)
+    fast = kc.cross_validate(X, y, machine, gamma=400.0, lam=1e-3, folds=ids, method=method)
     assert not fast.degenerate
     assert fast.heldout_ratio < 1e-20
     assert fast.cv_error == exact.cv_error
@@ -264,7 +263,7 @@ def test_direct_methods_stay_exact_at_tiny_kernel_widths(classification, machine
 def test_result_reports_folds_timing_and_json(classification):
     X, y = classification
     result = kc.cross_validate(X, y, "l2svm", gamma=0.3, lam=1e-2, folds=4, random_state=1,
-                               method="bif", order=3)
+                               method=BIF(order=3))
     payload = result.to_dict()
     for key in ("cv_error", "method", "order", "folds", "n_samples", "seconds", "degenerate"):
         assert key in payload
@@ -290,12 +289,12 @@ def test_degenerate_flag_follows_the_rounding_level_not_a_fixed_ratio():
     X, y = load_svmlight_file(str(HEART))
     X = X.toarray()
     lam = 2.0 ** -3 / len(y)
-    bif5 = kc.cross_validate(X, y, "l2svm", gamma=8.0, lam=lam, folds=10, random_state=0,
-                             method="bif", order=5, fit_intercept=False)
-    exact = kc.cross_validate(X, y, "l2svm", gamma=8.0, lam=lam, folds=10, random_state=0,
-                              method="exact", fit_intercept=False)
-    inf = kc.cross_validate(X, y, "l2svm", gamma=8.0, lam=lam, folds=10, random_state=0,
-                            method="bif", order="inf", fit_intercept=False)
+    bif5 = kc.cross_validate(X, y, make_machine("l2svm", fit_intercept=False), gamma=8.0,
+                             lam=lam, folds=10, random_state=0, method=BIF(order=5))
+    exact = kc.cross_validate(X, y, make_machine("l2svm", fit_intercept=False), gamma=8.0,
+                              lam=lam, folds=10, random_state=0, method="exact")
+    inf = kc.cross_validate(X, y, make_machine("l2svm", fit_intercept=False), gamma=8.0,
+                            lam=lam, folds=10, random_state=0, method=BIF(order="inf"))
     assert bif5.heldout_ratio > 1e-4
     assert abs(bif5.cv_error - exact.cv_error) > 0.1 and bif5.degenerate
     assert not exact.degenerate and not inf.degenerate

@@ -17,6 +17,7 @@ import kernelcv
 from kernelcv.cli import main
 from kernelcv.datasets import load_data
 from kernelcv.exceptions import KernelCVError
+from kernelcv.reports.command_files import DataFiles, Outputs
 from kernelcv.reports.select import run_select
 
 GRIDS = {"gammas": [0.05, 0.2, 0.8], "lams": [1e-3, 1e-2, 1e-1]}
@@ -109,9 +110,10 @@ def test_select_with_text_labels_matches_numeric_codes(tmp_path, classes, machin
     paths = _files(tmp_path, classes, target_first=True)
     reports = {}
     for kind in ("text", "codes"):
-        reports[kind] = run_select(paths["train", kind], test=paths["test", kind],
-                                   machine=machine, folds=5, target="label",
-                                   save_model=tmp_path / f"{kind}.npz", **GRIDS)
+        files = DataFiles(paths["train", kind], test=paths["test", kind], target="label")
+        reports[kind] = run_select(files, machine=machine, folds=5,
+                                   outputs=Outputs(save_model=tmp_path / f"{kind}.npz"),
+                                   **GRIDS)
     text, codes = reports["text"], reports["codes"]
     assert text["best_params"] == codes["best_params"]
     assert text["best_cv_error"] == codes["best_cv_error"]

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import dump_svmlight_file
 
+from kernelcv import Execution, FeatureSpace
 from kernelcv.cli import main
 from kernelcv.exceptions import KernelCVError
 from kernelcv.selection import backends, dask_rows
@@ -67,9 +68,9 @@ def _same(result, reference):
 
 def test_cluster_sums_equal_the_in_memory_search(client, data):
     X, y = data
-    reference = grid_search(X, y, "svm", method="rff", max_features=128, **GRID)
-    result = grid_search(X, y, "svm", method="rff", scheduler=client, max_features=128,
-                         **GRID)
+    reference = grid_search(X, y, "svm", method=FeatureSpace(max_features=128), **GRID)
+    result = grid_search(X, y, "svm", method=FeatureSpace(max_features=128), **GRID,
+                         execution=Execution(scheduler=client))
     _same(result, reference)
     assert len(client.run(lambda dask_worker: len(dask_worker.data))) == 2
 
@@ -92,8 +93,8 @@ def test_cluster_from_a_dask_array_and_a_streamed_file(client, data, tmp_path):
     reference = grid_search(X, y, "svm", method="rff", **GRID, **options)
     np.save(tmp_path / "X.npy", X)
     Xd = _blocks_from_file(str(tmp_path / "X.npy"), 12_500)
-    result = grid_search(Xd, da.from_array(y, chunks=12_500), "svm", method="rff",
-                         scheduler=client, **GRID, **options)
+    result = grid_search(Xd, da.from_array(y, chunks=12_500), "svm", method="rff", **GRID,
+                         **options, execution=Execution(scheduler=client))
     _same(result, reference)
     small = slice(0, 2000)
     dump_svmlight_file(X[small], y[small], str(tmp_path / "part.svm"))
@@ -101,8 +102,8 @@ def test_cluster_from_a_dask_array_and_a_streamed_file(client, data, tmp_path):
     options = {"features": 24, "feature_loss": "squared_hinge", "gammas": [0.2],
                "Cs": [1.0, 16.0], "folds": 3, "refine": False}
     reference = grid_search(source, None, "l2svm", method="rff", **options)
-    result = grid_search(source, None, "l2svm", method="rff", backend="dask",
-                         scheduler=client, **options)
+    result = grid_search(source, None, "l2svm", method="rff", **options,
+                         execution=Execution(backend="dask", scheduler=client))
     _same(result, reference)
 
 
@@ -113,7 +114,8 @@ def test_cluster_sums_of_three_classes_equal_the_in_memory_search(client, data):
     X = data[0][:20_000]
     y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5]).astype(float)  # 3 classes
     options = {**GRID, "max_features": 32, "multiclass": "ovr"}
-    result = grid_search(X, y, "l2svm", method="rff", scheduler=client, **options)
+    result = grid_search(X, y, "l2svm", method="rff", **options,
+                         execution=Execution(scheduler=client))
     local = grid_search(X, y, "l2svm", method="rff", **options)
     assert [c["cv_error"] for c in result.candidates] == pytest.approx(
         [c["cv_error"] for c in local.candidates], abs=1e-12)
@@ -126,8 +128,8 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path, monkeypatch, capsys, d
     X, y = data
     tic = time.perf_counter()
     with pytest.raises(KernelCVError, match="cannot reach Dask scheduler"):
-        grid_search(X[:500], y[:500], "svm", method="rff", scheduler="tcp://127.0.0.1:9",
-                    **GRID)
+        grid_search(X[:500], y[:500], "svm", method="rff", **GRID,
+                    execution=Execution(scheduler="tcp://127.0.0.1:9"))
     assert time.perf_counter() - tic < 30
     dump_svmlight_file(X[:300], y[:300], str(tmp_path / "t.svm"))
     code = main(["select", str(tmp_path / "t.svm"), "--machine", "svm", "--method", "rff",

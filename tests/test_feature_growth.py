@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.linear_model import Ridge
 
-from kernelcv import KernelSearchCV
+from kernelcv import FeatureSpace, KernelSearchCV
 from kernelcv.cli import main
 from kernelcv.criteria.feature_sums import (
     FoldSums,
@@ -171,7 +171,7 @@ def test_settings_in_play_keep_the_margin_and_the_next_larger_gamma():
 
 def test_adaptive_search_records_equal_the_closed_form_at_their_size(data):
     X, y, y_pm = data
-    result = grid_search(X, y, "svm", method="rff", folds=4, refine=False,
+    result = grid_search(X, y, "svm", method=FeatureSpace(refine=False), folds=4,
                          gammas=[0.01, 0.1, 1.0, 10.0], Cs=[0.1, 1.0, 10.0, 100.0])
     space = result.to_dict()["feature_space"]
     assert space["adaptive"] and space["feature_map"] == "nystroem"
@@ -195,11 +195,11 @@ def test_adaptive_search_records_equal_the_closed_form_at_their_size(data):
 def test_growth_stops_at_the_maximum_and_the_time_budget(data):
     X, y, _ = data
     grid = {"gammas": [0.1, 1.0], "Cs": [1.0, 10.0], "refine": False, "folds": 3}
-    capped = grid_search(X, y, "l2svm", method="rff", max_features=100, **grid)
+    capped = grid_search(X, y, "l2svm", method=FeatureSpace(max_features=100), **grid)
     path = capped.to_dict()["feature_space"]["path"]
     assert [p["features"] for p in path][-1] <= 100
     assert capped.to_dict()["feature_space"]["stop"] in ("stable", "max_features")
-    rushed = grid_search(X, y, "l2svm", method="rff", feature_time=1e-9, **grid)
+    rushed = grid_search(X, y, "l2svm", method=FeatureSpace(feature_time=1e-9), **grid)
     space = rushed.to_dict()["feature_space"]
     assert space["stop"] == "time" and [p["features"] for p in space["path"]] == [64]
     assert any("time" in note and "budget" in note for note in rushed.notes)
@@ -207,9 +207,10 @@ def test_growth_stops_at_the_maximum_and_the_time_budget(data):
 
 def test_adaptive_with_the_squared_hinge_runs_each_setting_as_a_task(data):
     X, y, y_pm = data
-    result = grid_search(X, y, "l2svm", method="rff", folds=3, refine=False,
-                         feature_loss="squared_hinge", feature_map="rff", max_features=128,
-                         gammas=[0.1, 1.0], Cs=[1.0, 10.0])
+    result = grid_search(X, y, "l2svm",
+                         method=FeatureSpace(refine=False, feature_loss="squared_hinge",
+                                             feature_map="rff", max_features=128),
+                         folds=3, gammas=[0.1, 1.0], Cs=[1.0, 10.0])
     fmap = result.feature_map
     assert fmap.kind == "rff" and fmap.n_features == result.best["features"]
     mine = [c for c in result.candidates if c["gamma"] == result.best["gamma"]]
@@ -225,7 +226,8 @@ def test_growth_options_are_checked(data):
                           ({"features": "many"}, "integer >= 1")]:
         with pytest.raises(KernelCVError, match=match):
             grid_search(X, y, "svm", method="rff", **kwargs)
-    with pytest.raises(KernelCVError, match="belong to method='rff'"):
+    with pytest.warns(FutureWarning), pytest.raises(KernelCVError,
+                                                    match="belong to method='rff'"):
         grid_search(X, y, "svm", max_features=100)
     with pytest.raises(KernelCVError, match="belong to method='rff'"):
         KernelSearchCV("svm", {"gamma": [0.1]}, feature_time=5).fit(X, y)

@@ -17,7 +17,7 @@ import json
 import numpy as np
 import pytest
 
-from kernelcv import grid_search
+from kernelcv import Execution, Safeguards, grid_search
 
 PINNED = [
     (dict(machine="l2svm", method="bif", gammas=[0.1, 1.0], lams=[0.01, 0.1], folds=5,
@@ -46,6 +46,7 @@ def _data():
 def test_checkpoint_fingerprint_is_pinned(tmp_path, options, expected):
     X, y = _data()
     path = tmp_path / "search.jsonl"
-    grid_search(X, y, checkpoint=str(path), confirm=0, **options)
+    grid_search(X, y, **options, safeguards=Safeguards(confirm=0),
+                execution=Execution(checkpoint=str(path)))
     header = json.loads(path.read_text().splitlines()[0])
     assert header["fingerprint"] == expected

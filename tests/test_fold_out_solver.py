@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import kernelcv as kc
+from kernelcv import BIF
 from kernelcv.criteria import bif
 from kernelcv.machines import Machine
 from kernelcv.machines.losses import (
@@ -152,7 +153,7 @@ def test_order_inf_with_shared_factorisation_equals_refit_cv_for_the_square_loss
     exact = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-3, folds=fold_ids,
                               method="exact", **kwargs).predictions
     fast = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-3, folds=fold_ids,
-                             method="bif", order="inf", **kwargs).predictions
+                             method=BIF(order="inf"), **kwargs).predictions
     assert rel(fast, exact) < 1e-8
 
 
@@ -172,7 +173,7 @@ def test_order_inf_keeps_narrow_kernel_predictions_to_relative_precision(monkeyp
     exact = kc.cross_validate(X, y, "krr", gamma=300.0, lam=1e-2, folds=fold_ids,
                               method="exact").predictions
     fast = kc.cross_validate(X, y, "krr", gamma=300.0, lam=1e-2, folds=fold_ids,
-                             method="bif", order="inf").predictions
+                             method=BIF(order="inf")).predictions
     assert np.median(np.abs(exact)) < 1e-8  # far below |F| ~ 0.5: the narrow-kernel regime
     assert np.all(np.abs(fast - exact) <= 1e-8 * np.abs(exact) + 1e-300)
 

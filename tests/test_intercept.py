@@ -21,7 +21,14 @@ from scipy.optimize import minimize
 from sklearn.datasets import dump_svmlight_file
 from sklearn.svm import SVC, SVR
 
-from kernelcv import KernelCVError, cross_validate, grid_search, make_kernel
+from kernelcv import (
+    BIF,
+    Execution,
+    KernelCVError,
+    cross_validate,
+    grid_search,
+    make_kernel,
+    )
 from kernelcv.cli import main
 from kernelcv.criteria.bif import bif_predictions
 from kernelcv.criteria.exact import refit_predictions
@@ -110,8 +117,8 @@ def test_without_intercept_the_numbers_are_the_bias_free_solvers(name):
         assert ours.intercept == 0.0
         np.testing.assert_array_equal(ours.alpha, direct.alpha)
         np.testing.assert_array_equal(ours.decision, direct.decision)
-        cv = cross_validate(X, y, name, gamma=0.5, lam=lam, folds=5, random_state=0,
-                            method="bif", order="inf", fit_intercept=False)
+        cv = cross_validate(X, y, make_machine(name, fit_intercept=False), gamma=0.5, lam=lam,
+                            folds=5, random_state=0, method=BIF(order="inf"))
         ids = make_folds(y, 5, name != "svr", 0)
         expected, _ = bif_predictions(K, y, ids, lam, machine, direct, "inf")
         np.testing.assert_array_equal(cv.predictions, expected)
@@ -265,8 +272,8 @@ def test_exact_cv_with_intercept_equals_a_hand_written_refit_loop(name, lam):
     X, y = _regression() if name == "svr" else _classification()
     K = _rbf(X)
     fold_ids = np.arange(y.size) % 5
-    result = cross_validate(X, y, name, gamma=0.5, lam=lam, folds=fold_ids, method="exact",
-                            huber_width=0.05)
+    result = cross_validate(X, y, make_machine(name, huber_width=0.05), gamma=0.5, lam=lam,
+                            folds=fold_ids, method="exact")
     assert result.params["fit_intercept"] is True
     machine = make_machine(name, huber_width=0.05)
     expected = _hand_refit_cv(K, y, fold_ids, lam, machine)
@@ -342,15 +349,17 @@ def test_grid_search_and_checkpoint_key_follow_the_intercept(tmp_path):
     X, y = _classification()
     grid = {"gammas": [0.5], "lams": [0.01, 0.1], "folds": 5, "confirm": 0}
     default = grid_search(X, y, "l2svm", **grid)
-    bias_free = grid_search(X, y, "l2svm", fit_intercept=False, **grid)
+    bias_free = grid_search(X, y, make_machine("l2svm", fit_intercept=False), **grid)
     assert default.config["fit_intercept"] is True
     assert bias_free.config["fit_intercept"] is False
     assert default.machine_spec.fit_intercept is True
     path = tmp_path / "search.jsonl"
-    grid_search(X, y, "svm", fit_intercept=False, checkpoint=str(path), **grid)
+    grid_search(X, y, make_machine("svm", fit_intercept=False), **grid,
+                execution=Execution(checkpoint=str(path)))
     with pytest.raises(KernelCVError, match="different search"):
-        grid_search(X, y, "svm", checkpoint=str(path), **grid)
-    resumed = grid_search(X, y, "svm", fit_intercept=False, checkpoint=str(path), **grid)
+        grid_search(X, y, "svm", **grid, execution=Execution(checkpoint=str(path)))
+    resumed = grid_search(X, y, make_machine("svm", fit_intercept=False), **grid,
+                          execution=Execution(checkpoint=str(path)))
     assert resumed.config["fit_intercept"] is False
 
 
@@ -371,11 +380,11 @@ def test_random_features_follow_the_machines_intercept():
     grid = {"gammas": [0.25, 1.0], "lams": [0.01, 0.1], "folds": 4, "features": 20}
     free = grid_search(X, y, "l2svm", method="rff", **grid)
     assert free.config["feature_intercept"] is True
-    none = grid_search(X, y, "l2svm", method="rff", fit_intercept=False, **grid)
+    none = grid_search(X, y, make_machine("l2svm", fit_intercept=False), method="rff", **grid)
     assert none.config["feature_intercept"] is False
     assert grid_search(X, y, "svm", method="rff", **grid).config["feature_intercept"] is True
     with pytest.raises(KernelCVError, match="SVC.*always has an intercept"):
-        grid_search(X, y, "svm", method="rff", fit_intercept=False, **grid)
+        grid_search(X, y, make_machine("svm", fit_intercept=False), method="rff", **grid)
     # the final kernel machine of the search is the searched machine
     search = KernelSearchCV(L2SVMClassifier(fit_intercept=False), {"gamma": [0.25, 1.0],
                             "lam": [0.01, 0.1]}, method="rff", folds=4, features=20,

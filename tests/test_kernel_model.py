@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernelcv import grid_search
+from kernelcv import FeatureSpace, grid_search
 from kernelcv.estimators import (
     HuberSVMClassifier,
     HuberSVMRegressor,
@@ -78,7 +78,7 @@ def test_blocks_and_edge_cases(monkeypatch):
 def test_final_kernel_fit_without_an_estimator_equals_the_estimator_clone(machine):
     spec = make_machine(machine)
     X, y = data(3, 60, True, spec.is_classifier)
-    result = grid_search(X, y, machine, method="rff", folds=3, features=20,
+    result = grid_search(X, y, machine, method=FeatureSpace(features=20), folds=3,
                          gammas=[0.1, 0.5], lams=[1e-2, 1e-1])
     plain, kind, _ = final.fit_final(X, y, result, "kernel")
     assert kind == "kernel" and isinstance(plain, KernelModel)

@@ -41,7 +41,7 @@ def _scores(result):
 def test_run_search_with_objects_equals_grid_search(data, name, machine):
     X, y = data
     flat = grid_search(X, y, machine, method=name, gammas=GAMMAS, lams=LAMS, folds=4,
-                       confirm=1)
+                       safeguards=Safeguards(confirm=1))
     method = make_method(name, machine)
     core = run_search(X, y, make_machine(machine), method,
                       SearchSpace.grid("rbf", GAMMAS, lams=LAMS), folds=4,

@@ -17,6 +17,7 @@ from sklearn.model_selection import GridSearchCV, PredefinedSplit, StratifiedKFo
 from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
 
 import kernelcv as kc
+from kernelcv import BIF, GranularityRule, Safeguards
 from kernelcv.criteria.multiclass import MulticlassCV
 from kernelcv.estimators import HuberSVMClassifier, L2SVMClassifier, LSSVMClassifier
 from kernelcv.kernels import Kernel
@@ -150,8 +151,8 @@ def test_grid_search_exact_equals_gridsearchcv_over_the_wrapper(strategy):
 def test_labels_of_any_type_round_trip(labels):
     X, codes = blobs(11, 60, 3, spread=3.0)
     y = labels[codes]
-    result = kc.cross_validate(X, y, "svm", gamma=0.2, lam=1e-2, method="bif",
-                               order="inf", folds=4, random_state=0)
+    result = kc.cross_validate(X, y, "svm", gamma=0.2, lam=1e-2, method=BIF(order="inf"),
+                               folds=4, random_state=0)
     assert set(result.labels) <= set(labels)
     assert result.cv_error == pytest.approx(np.mean(result.labels != y))
     assert sorted(result.label_mapping.values()) == sorted(labels.tolist())
@@ -217,9 +218,9 @@ def test_auto_folds_for_multiclass_follow_eq6_and_confirm_on_the_same_folds(stra
     X, codes = blobs(7, 72, 3, spread=1.0)
     labels = np.array(["a", "b", "c"])[codes]
     eps, gamma = 0.5, 0.3
-    result = kc.grid_search(X, labels, "svm", gammas=[gamma], lams=[0.05, 0.2, 1.0],
-                            method="bif", folds="auto", epsilon=eps, multiclass=strategy,
-                            confirm=3)
+    result = kc.grid_search(X, labels, make_machine("svm", multiclass=strategy), gammas=[gamma],
+                            lams=[0.05, 0.2, 1.0], method=BIF(granularity=GranularityRule(eps)),
+                            folds="auto", safeguards=Safeguards(confirm=3))
     spec = replace(make_machine("svm", multiclass=strategy), n_classes=3)
     K = Kernel("rbf", gamma)(X)
     ts = set()
@@ -254,7 +255,7 @@ def test_bad_multiclass_input_gets_clear_errors():
     with pytest.raises(kc.KernelCVError, match="gacv"):
         kc.grid_search(X, codes, "svm", method="gacv", gammas=[0.5], lams=[0.01])
     with pytest.raises(kc.KernelCVError, match="'ovo' or 'ovr'"):
-        kc.cross_validate(X, codes, "svm", gamma=0.5, lam=0.01, multiclass="all")
+        kc.cross_validate(X, codes, make_machine("svm", multiclass="all"), gamma=0.5, lam=0.01)
     with pytest.raises(ValueError):
         LSSVMClassifier(multiclass="one").fit(X, codes)
 

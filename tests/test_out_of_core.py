@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import dump_svmlight_file
 
-from kernelcv import rowchunks
+from kernelcv import FeatureSpace, rowchunks
 from kernelcv.cli import main
 from kernelcv.datasets import load_data, make_synthetic
 from kernelcv.exceptions import KernelCVError
@@ -69,10 +69,10 @@ def test_streamed_search_equals_the_in_memory_search(files, options):
 def test_streamed_final_model_equals_the_in_memory_one(files):
     root, X, y = files
     source = open_rows(root / "train.svm.gz")
-    streamed = grid_search(source, None, "svm", method="rff", max_features=128, **GRID)
+    streamed = grid_search(source, None, "svm", method=FeatureSpace(max_features=128), **GRID)
     model, kind, notes = final.fit_final(source, source.labels(), streamed, "auto")
     assert kind == "linear" and "read in chunks" in notes[0]
-    in_memory = grid_search(X, y, "svm", method="rff", max_features=128, **GRID)
+    in_memory = grid_search(X, y, "svm", method=FeatureSpace(max_features=128), **GRID)
     reference, _, _ = final.fit_final(X, y, in_memory, "linear")
     # The streamed sums add chunk by chunk, the in-memory ones in one product: rounding
     # differs by the BLAS kernel and the solve amplifies it (an AMD EPYC: 2.6e-8 relative
@@ -84,9 +84,9 @@ def test_streamed_final_model_equals_the_in_memory_one(files):
                                atol=1e-7 * float(np.abs(values).max()))
     with pytest.raises(KernelCVError, match="in memory"):
         final.fit_final(source, source.labels(), streamed, "kernel")
-    hinge = grid_search(source, None, "l2svm", method="rff", features=20, **GRID)
+    hinge = grid_search(source, None, "l2svm", method=FeatureSpace(features=20), **GRID)
     model, _, _ = final.fit_final(source, source.labels(), hinge, "auto", final_features=20)
-    memory = grid_search(X, y, "l2svm", method="rff", features=20, **GRID)
+    memory = grid_search(X, y, "l2svm", method=FeatureSpace(features=20), **GRID)
     reference, _, _ = final.fit_final(X, y, memory, "linear", final_features=20)
     np.testing.assert_allclose(model.w, reference.w, rtol=1e-8, atol=1e-10)
 
@@ -101,8 +101,9 @@ def _peak(function):
 
 
 def _search(source):
-    return grid_search(source, None, "svm", method="rff", features=128, feature_loss="square",
-                       gammas=[0.05, 0.2], Cs=[1.0, 10.0], folds=5, refine=False)
+    return grid_search(source, None, "svm",
+                       method=FeatureSpace(features=128, feature_loss="square", refine=False),
+                       gammas=[0.05, 0.2], Cs=[1.0, 10.0], folds=5)
 
 
 def test_peak_memory_is_a_chunk_and_the_sums_not_x(tmp_path, monkeypatch):
@@ -173,7 +174,7 @@ def test_streamed_nan_in_a_memory_map_is_an_error(tmp_path):
     np.save(tmp_path / "X.npy", X)
     source = ArraySource(np.load(tmp_path / "X.npy", mmap_mode="r"), np.arange(300) % 2)
     with pytest.raises(KernelCVError, match="NaN or infinite"):
-        grid_search(source, None, "svm", method="rff", features=10, **GRID)
+        grid_search(source, None, "svm", method=FeatureSpace(features=10), **GRID)
 
 
 def test_cli_stream(capsys, files, tmp_path):
@@ -230,7 +231,7 @@ def test_a_nan_in_a_streamed_svmlight_file_names_its_line(tmp_path, block_bytes)
     assert expected == 1498
     source = open_svmlight_files(path, block_bytes=block_bytes)[0]
     with pytest.raises(KernelCVError, match=f"line {expected} holds a NaN"):
-        grid_search(source, None, "svm", method="rff", features=10, **GRID)
+        grid_search(source, None, "svm", method=FeatureSpace(features=10), **GRID)
 
 
 @pytest.mark.parametrize("block_bytes", [2048, 1 << 20])
@@ -244,10 +245,10 @@ def test_a_streamed_csv_with_text_labels_equals_the_in_memory_search(tmp_path, b
                             for (a, b, c), label in zip(X, labels, strict=True)))
     X_memory, y_memory = load_data(path)
     assert set(y_memory) == {"cat", "dog"}
-    reference = grid_search(X_memory, y_memory, "svm", method="rff", features=10, **GRID)
+    reference = grid_search(X_memory, y_memory, "svm", method=FeatureSpace(features=10), **GRID)
     source = CsvSource(path, block_bytes=block_bytes)
     assert list(source.labels()) == list(labels)
-    streamed = grid_search(source, None, "svm", method="rff", features=10, **GRID)
+    streamed = grid_search(source, None, "svm", method=FeatureSpace(features=10), **GRID)
     np.testing.assert_allclose([c["cv_error"] for c in streamed.candidates],
                                [c["cv_error"] for c in reference.candidates], atol=1e-8)
     assert streamed.best_params == reference.best_params

@@ -12,7 +12,7 @@ from sklearn.linear_model import Ridge
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import SVC, LinearSVC
 
-from kernelcv import KernelSearchCV
+from kernelcv import Execution, FeatureSpace, KernelSearchCV
 from kernelcv.criteria.random_features import (
     c_to_lam,
     lam_to_c,
@@ -201,7 +201,7 @@ def test_c_lam_mapping_is_the_svc_objective_divided_by_n_c():
 
 def test_rff_grid_search_defaults_and_choice(data):
     X, y = data
-    result = grid_search(X, y, "svm", method="rff", folds=5, features=40, refine=False)
+    result = grid_search(X, y, "svm", method=FeatureSpace(features=40, refine=False), folds=5)
     assert len(result.candidates) == 13 * 11
     assert result.refined == []
     assert {c["status"] for c in result.candidates} == {"approximate"}
@@ -215,13 +215,13 @@ def test_rff_grid_search_defaults_and_choice(data):
     path = linear_svm_path_cv(Z, y, result.fold_ids, [best["lam"]])
     assert best["cv_error"] == pytest.approx(path.cv_error[0], abs=1e-12)
     assert result.to_dict()["feature_space"]["features"] == 40
-    again = grid_search(X, y, "svm", method="rff", folds=5, features=40, refine=False)
+    again = grid_search(X, y, "svm", method=FeatureSpace(features=40, refine=False), folds=5)
     assert [c["score"] for c in again.candidates] == scores
 
 
 def test_rff_krr_uses_closed_form(data):
     X, y = make_synthetic(120, 5, task="regression", random_state=0)
-    result = grid_search(X, y, "krr", method="rff", folds=4, features=20,
+    result = grid_search(X, y, "krr", method=FeatureSpace(features=20), folds=4,
                          gammas=[0.01, 0.1], Cs=[1.0, 100.0])
     assert result.config["feature_loss"] == "square"
     Z = FeatureMap("rff", 20, random_state=0).fit(X).transform(X, 0.1)
@@ -255,8 +255,9 @@ def test_rff_bad_machine_and_options_of_other_methods(data):
     with pytest.raises(KernelCVError, match="supports the machines"):
         grid_search(X, y, "svr", method="rff")
     with pytest.raises(KernelCVError, match="classification loss"):
-        grid_search(X, y, "krr", method="rff", feature_loss="hinge")
-    with pytest.raises(KernelCVError, match="belong to method='rff'"):
+        grid_search(X, y, "krr", method=FeatureSpace(feature_loss="hinge"))
+    with pytest.warns(FutureWarning), pytest.raises(KernelCVError,
+                                                    match="belong to method='rff'"):
         grid_search(X, y, "svm", features=50)
 
 
@@ -270,16 +271,18 @@ def test_huge_sparse_dimension_refused_for_rff_but_nystroem_works():
                       shape=(n, d))
     y = np.where(first < 25, 1.0, -1.0)
     with pytest.raises(KernelCVError, match="nystroem"):
-        grid_search(X, y, "svm", method="rff", folds=3, features=20, memory_budget="200M")
+        grid_search(X, y, "svm", method=FeatureSpace(features=20), folds=3,
+                    execution=Execution(memory_budget="200M"))
     with pytest.raises(KernelCVError, match="D = 64 .its first size"):  # adaptive RFF: d x 64
-        grid_search(X, y, "svm", method="rff", folds=3, feature_map="rff",
-                    memory_budget="200M")
+        grid_search(X, y, "svm", method=FeatureSpace(feature_map="rff"), folds=3,
+                    execution=Execution(memory_budget="200M"))
     # the adaptive default (Nystroem) keeps only landmark rows
-    adaptive = grid_search(X, y, "svm", method="rff", folds=3, gammas=[0.5], Cs=[1.0],
-                           memory_budget="200M", refine=False)
+    adaptive = grid_search(X, y, "svm", method=FeatureSpace(refine=False), folds=3,
+                           gammas=[0.5], Cs=[1.0], execution=Execution(memory_budget="200M"))
     assert adaptive.best["cv_error"] < 0.5
-    result = grid_search(X, y, "svm", method="rff", folds=3, feature_map="nystroem",
-                         features=20, gammas=[0.5], Cs=[1.0], memory_budget="200M")
+    result = grid_search(X, y, "svm", method=FeatureSpace(feature_map="nystroem", features=20),
+                         folds=3, gammas=[0.5], Cs=[1.0],
+                         execution=Execution(memory_budget="200M"))
     assert result.best["cv_error"] < 0.5
 
 
@@ -303,7 +306,7 @@ def test_search_cv_rff_final_models(data):
 
 def test_final_auto_keeps_linear_model_beyond_the_limit(data, monkeypatch):
     X, y = data
-    result = grid_search(X, y, "svm", method="rff", folds=3, features=20, gammas=[0.1],
+    result = grid_search(X, y, "svm", method=FeatureSpace(features=20), folds=3, gammas=[0.1],
                          Cs=[1.0])
     monkeypatch.setattr(final, "FINAL_KERNEL_LIMIT", 100)
     model, kind, notes = final.fit_final(X, y, result, "auto")
@@ -346,13 +349,14 @@ def test_edge_of_grid_note_and_parallel_workers_agree(data):
     options = {"method": "rff", "folds": 3, "features": 20, "gammas": [1e-4, 0.1, 1.0],
                "Cs": [1.0, 8.0]}
     serial = grid_search(X, y, "svm", **options)
-    threaded = grid_search(X, y, "svm", n_jobs=2, backend="threading", **options)
+    threaded = grid_search(X, y, "svm", **options,
+                           execution=Execution(n_jobs=2, backend="threading"))
     assert [c["score"] for c in threaded.candidates] == \
         [c["score"] for c in serial.candidates]
     best = serial.best
     on_edge = best["gamma"] in (1e-4, 1.0) or best["C"] in (1.0, 8.0)
     assert any("edge of the grid" in note for note in serial.notes) == on_edge
-    inner = grid_search(X, y, "svm", method="rff", folds=3, features=20,
+    inner = grid_search(X, y, "svm", method=FeatureSpace(features=20), folds=3,
                         gammas=[best["gamma"] / 4, best["gamma"], best["gamma"] * 4],
                         Cs=[best["C"] / 4, best["C"], best["C"] * 4])
     if inner.best["gamma"] == best["gamma"] and inner.best["C"] == best["C"]:

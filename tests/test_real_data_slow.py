@@ -7,6 +7,7 @@ import pytest
 from sklearn.datasets import load_svmlight_file
 
 import kernelcv as kc
+from kernelcv import BIF
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "libsvm"
 
@@ -27,9 +28,9 @@ def test_closed_form_and_bif_inf_exact_on_australian(gamma):
     ids = kc.validation.make_folds(np.where(y > 0, 1.0, -1.0), 10, True, 0)
     for machine in ("krr", "lssvm"):
         exact = kc.cross_validate(X, y, machine, gamma=gamma, lam=1e-3, folds=ids)
-        for method, order in (("closed-form", None), ("bif", "inf")):
+        for method in ("closed-form", BIF(order="inf")):
             fast = kc.cross_validate(X, y, machine, gamma=gamma, lam=1e-3, folds=ids,
-                                     method=method, order=order or 5)
+                                     method=method)
             scale = np.max(np.abs(exact.predictions))
             assert np.max(np.abs(fast.predictions - exact.predictions)) < 1e-8 * scale
 
@@ -43,8 +44,8 @@ def test_bif_tracks_exact_cv_on_heart_grid(machine):
     for gamma in (0.01, 0.05, 0.2):
         exact = kc.cross_validate_path(X, y, lams, machine, gamma=gamma, folds=10,
                                        random_state=0)
-        bif = kc.cross_validate_path(X, y, lams, machine, gamma=gamma, folds=10,
-                                     random_state=0, method="bif", order="inf")
+        bif = kc.cross_validate_path(X, y, lams, machine, gamma=gamma, folds=10, random_state=0,
+                                     method=BIF(order="inf"))
         for e, b in zip(exact, bif, strict=True):
             # within three misclassified samples of the exact CV error
             assert abs(e.cv_error - b.cv_error) <= 3 / n, (gamma, e.params["lam"])

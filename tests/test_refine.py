@@ -10,7 +10,7 @@ import pytest
 from sklearn.model_selection import PredefinedSplit, cross_val_score
 from sklearn.svm import SVC
 
-from kernelcv import KernelSearchCV, cross_validate
+from kernelcv import Execution, FeatureSpace, KernelSearchCV, cross_validate
 from kernelcv.cli import main
 from kernelcv.criteria.kernel_refit import machine_refit_cv, svc_refit_cv
 from kernelcv.criteria.random_features import c_to_lam
@@ -256,10 +256,10 @@ def test_neighbours_on_a_ragged_grid_stay_connected():
 def test_refined_search_chooses_the_best_visited_svc_by_exact_refit_cv(data):
     X, y, folds = data
     lams = [float(v) for v in c_to_lam(CS, 200)]
-    plain = grid_search(X, y, "svm", method="rff", folds=folds, features=20, gammas=GAMMAS,
-                        lams=lams, refine=False)
-    result = grid_search(X, y, "svm", method="rff", folds=folds, features=20, gammas=GAMMAS,
-                         lams=lams, refine=True)
+    plain = grid_search(X, y, "svm", method=FeatureSpace(features=20, refine=False),
+                        folds=folds, gammas=GAMMAS, lams=lams)
+    result = grid_search(X, y, "svm", method=FeatureSpace(features=20, refine=True),
+                         folds=folds, gammas=GAMMAS, lams=lams)
     # same feature-space scores; the walk starts one ridge step from the winner
     assert [c["score"] for c in result.candidates] == [c["score"] for c in plain.candidates]
     assert result.refined[0] == refine_module.ridge_start(result.candidates,
@@ -320,7 +320,7 @@ def test_refinement_without_room_for_the_gram_matrix_gives_the_same_choice(data,
     with_gram = grid_search(X, y, "svm", **options)
     # 200 x 200 doubles = 320 kB: a 500 kB budget has room for the features, not the Gram
     # matrices, so LIBSVM computes the kernel rows itself
-    without = grid_search(X, y, "svm", memory_budget=500_000, **options)
+    without = grid_search(X, y, "svm", **options, execution=Execution(memory_budget=500_000))
     assert without.best_index == with_gram.best_index
     assert ([c["exact_error"] for c in without.candidates]
             == [c["exact_error"] for c in with_gram.candidates])
@@ -329,20 +329,20 @@ def test_refinement_without_room_for_the_gram_matrix_gives_the_same_choice(data,
 def test_refine_auto_limit_and_note(data, monkeypatch):
     X, y, folds = data
     monkeypatch.setattr(refine_module, "REFINE_AUTO_LIMIT", 100)
-    result = grid_search(X, y, "svm", method="rff", folds=folds, features=20,
+    result = grid_search(X, y, "svm", method=FeatureSpace(features=20), folds=folds,
                          gammas=GAMMAS[:3], Cs=CS[:3])
     assert result.refined == [] and result.best["exact_error"] is None
     assert any("not refined" in note and "> 100" in note for note in result.notes)
     monkeypatch.setattr(refine_module, "REFINE_AUTO_LIMIT", 5000)
-    result = grid_search(X, y, "svm", method="rff", folds=folds, features=20,
+    result = grid_search(X, y, "svm", method=FeatureSpace(features=20), folds=folds,
                          gammas=GAMMAS[:3], Cs=CS[:3])
     assert result.refined
 
 
 def test_refined_krr_matches_kernelcv_exact_cv():
     X, y = make_synthetic(80, 5, task="regression", random_state=6)
-    result = grid_search(X, y, "krr", method="rff", folds=4, features=30,
-                         gammas=[0.1, 0.5, 2.0], lams=[1e-3, 1e-2, 1e-1], refine=True)
+    result = grid_search(X, y, "krr", method=FeatureSpace(features=30, refine=True), folds=4,
+                         gammas=[0.1, 0.5, 2.0], lams=[1e-3, 1e-2, 1e-1])
     assert result.refined
     for i in result.refined:
         c = result.candidates[i]
@@ -359,14 +359,14 @@ def test_refined_krr_matches_kernelcv_exact_cv():
 def test_bad_refine_options(data, options, message):
     X, y, folds = data
     with pytest.raises(KernelCVError, match=message):
-        grid_search(X, y, "svm", method="rff", folds=folds, features=10, **options)
+        grid_search(X, y, "svm", method=FeatureSpace(features=10), folds=folds, **options)
 
 
 @pytest.mark.parametrize("value", [1, 0.0, np.True_, "on"])
 def test_refine_must_be_auto_or_a_python_bool(data, value):
     X, y, folds = data
     with pytest.raises(KernelCVError, match="refine must be"):
-        grid_search(X, y, "svm", method="rff", folds=folds, features=10, refine=value)
+        grid_search(X, y, "svm", method=FeatureSpace(features=10, refine=value), folds=folds)
 
 
 def test_linear_final_model_is_not_refined(data):
@@ -394,8 +394,8 @@ def test_failed_refits_count_as_worst_and_are_noted(data, monkeypatch):
         return real(K, y, fold_ids, lam, machine, method, **options)
 
     monkeypatch.setattr(evaluate_module, "evaluate_lam", flaky)
-    result = grid_search(X, y, "l2svm", method="rff", folds=folds, features=10,
-                         gammas=GAMMAS[1:4], Cs=CS[1:4], refine=True)
+    result = grid_search(X, y, "l2svm", method=FeatureSpace(features=10, refine=True),
+                         folds=folds, gammas=GAMMAS[1:4], Cs=CS[1:4])
     failed = [i for i in result.refined if result.candidates[i]["exact_error"] is None]
     assert failed and result.best_index not in failed
     assert result.best["exact_error"] is not None
@@ -404,7 +404,8 @@ def test_failed_refits_count_as_worst_and_are_noted(data, monkeypatch):
 
 def test_refine_options_belong_to_rff(data, tmp_path):
     X, y, folds = data
-    with pytest.raises(KernelCVError, match="belong to method='rff'"):
+    with pytest.warns(FutureWarning), pytest.raises(KernelCVError,
+                                                    match="belong to method='rff'"):
         grid_search(X, y, "l2svm", method="bif", folds=folds, refine=True)
     with pytest.raises(KernelCVError, match="belong to method='rff'"):
         KernelSearchCV("l2svm", {"gamma": [0.1], "lam": [0.01]}, method="bif",
@@ -415,18 +416,19 @@ def test_refine_options_belong_to_rff(data, tmp_path):
 
     path = tmp_path / "train.svm"
     dump_svmlight_file(X, y, str(path))
-    with pytest.raises(KernelCVError, match="belong to method='rff'"):
-        run_select(path, machine="svm", method="bif", refine=True)
+    with pytest.raises(KernelCVError, match="refine=True"):
+        run_select(path, machine="svm", method=FeatureSpace(refine=True, final="linear"))
 
 
 def test_refine_on_is_refused_before_the_search_when_dense_refits_do_not_fit(data):
     X, y, folds = data
     with pytest.raises(KernelCVError, match="refine=True"):
-        grid_search(X, y, "l2svm", method="rff", folds=folds, features=10, refine=True,
-                    memory_budget=600_000)
+        grid_search(X, y, "l2svm", method=FeatureSpace(features=10, refine=True), folds=folds,
+                    execution=Execution(memory_budget=600_000))
     # auto skips with a note instead
-    result = grid_search(X, y, "l2svm", method="rff", folds=folds, features=10,
-                         gammas=GAMMAS[:2], Cs=CS[:2], memory_budget=600_000)
+    result = grid_search(X, y, "l2svm", method=FeatureSpace(features=10), folds=folds,
+                         gammas=GAMMAS[:2], Cs=CS[:2],
+                         execution=Execution(memory_budget=600_000))
     assert result.refined == []
     assert any("beyond the memory budget" in note for note in result.notes)
 
@@ -529,7 +531,8 @@ def test_search_with_n_jobs_refines_the_same_way(data):
     options = dict(method="rff", folds=folds, features=10, gammas=GAMMAS, Cs=CS,
                    refine=True)
     serial = grid_search(X, y, "svm", **options)
-    threaded = grid_search(X, y, "svm", n_jobs=2, backend="threading", **options)
+    threaded = grid_search(X, y, "svm", **options,
+                           execution=Execution(n_jobs=2, backend="threading"))
     assert threaded.best_index == serial.best_index
     assert threaded.refined == serial.refined  # the walk does not depend on the chunks
     assert threaded.best["exact_error"] == serial.best["exact_error"]

@@ -13,6 +13,7 @@ from sklearn.datasets import dump_svmlight_file
 from sklearn.linear_model import Ridge
 
 import kernelcv
+from kernelcv import FeatureSpace
 from kernelcv.cli import main
 from kernelcv.datasets import make_synthetic
 from kernelcv.features import LinearFeatureModel
@@ -33,8 +34,8 @@ def data():
 @pytest.mark.parametrize("feature_map", ["nystroem", "rff"])
 def test_above_the_limit_the_choice_is_fitted_in_feature_space(data, feature_map):
     X, y, X_test, _ = data
-    result = grid_search(X, y, "svm", method="rff", feature_map=feature_map,
-                         max_features=64, **GRID)
+    result = grid_search(X, y, "svm",
+                         method=FeatureSpace(feature_map=feature_map, max_features=64), **GRID)
     model, kind, notes = final.fit_final(X, y, result, "auto", kernel_limit=100)
     D = result.feature_map.n_features
     assert kind == "linear" and isinstance(model, LinearFeatureModel)
@@ -77,8 +78,8 @@ def test_saved_final_models_predict_as_in_memory(data, tmp_path, feature_map, sp
     X = sp.csr_matrix(X) if sparse else X
     X_test = sp.csr_matrix(X_test) if sparse else X_test
     labels = np.where(y > 0, "yes", "no")
-    result = grid_search(X, labels, "svm", method="rff", feature_map=feature_map,
-                         max_features=64, **GRID)
+    result = grid_search(X, labels, "svm",
+                         method=FeatureSpace(feature_map=feature_map, max_features=64), **GRID)
     linear, _, _ = final.fit_final(X, labels, result, "linear")
     loaded = _round_trip(tmp_path, linear, result, X_test)
     assert loaded.header["model"] == "feature_space" and set(loaded.classes_) == {"no", "yes"}
@@ -90,8 +91,8 @@ def test_saved_final_models_predict_as_in_memory(data, tmp_path, feature_map, sp
 
 def test_saved_regression_feature_model(tmp_path):
     X, y = make_synthetic(150, 5, task="regression", random_state=1)
-    result = grid_search(X, y, "krr", method="rff", gammas=[0.1, 1.0], lams=[1e-3, 1e-1],
-                         folds=3, refine=False, max_features=64)
+    result = grid_search(X, y, "krr", method=FeatureSpace(refine=False, max_features=64),
+                         gammas=[0.1, 1.0], lams=[1e-3, 1e-1], folds=3)
     model, kind, _ = final.fit_final(X, y, result, "linear")
     loaded = _round_trip(tmp_path, model, result, X)
     assert loaded.classes_ is None

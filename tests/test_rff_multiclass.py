@@ -22,6 +22,7 @@ from sklearn.linear_model import Ridge
 from sklearn.svm import LinearSVC
 
 import kernelcv as kc
+from kernelcv import Execution, FeatureSpace
 from kernelcv.cli import main
 from kernelcv.criteria.feature_multiclass import (
     chunk_class_sums,
@@ -153,9 +154,10 @@ def test_search_values_are_the_feature_space_cv_of_the_final_size(strategy):
     exact errors are the refit CV of the kernel machine's wrapper on the same folds."""
     X, codes = blobs(5, 60, 3, spread=1.0)
     labels = np.array(["b", "a", "c"])[codes]
-    result = kc.grid_search(X, labels, "lssvm", method="rff", multiclass=strategy,
-                            folds=4, random_state=1, refine=True, refine_evals=6,
-                            gammas=[0.05, 0.2, 0.8], lams=[1e-4, 1e-3, 1e-2, 0.1])
+    result = kc.grid_search(X, labels, make_machine("lssvm", multiclass=strategy),
+                            method=FeatureSpace(refine=True, refine_evals=6), folds=4,
+                            random_state=1, gammas=[0.05, 0.2, 0.8],
+                            lams=[1e-4, 1e-3, 1e-2, 0.1])
     fmap = result.feature_map
     y = np.unique(labels, return_inverse=True)[1]
     last = [c for c in result.candidates if c["features"] == fmap.n_features]
@@ -182,8 +184,8 @@ def test_search_values_are_the_feature_space_cv_of_the_final_size(strategy):
 def test_final_models_equal_the_wrappers_and_round_trip(strategy, tmp_path):
     X, codes = blobs(8, 45, 3)
     labels = np.array([7, 2, 11])[codes]
-    result = kc.grid_search(X, labels, "svm", method="rff", multiclass=strategy,
-                            features=30, feature_loss="square", refine=False,
+    result = kc.grid_search(X, labels, make_machine("svm", multiclass=strategy),
+                            method=FeatureSpace(features=30, feature_loss="square", refine=False),
                             gammas=[0.1, 0.5], lams=[1e-3, 1e-2])
     gamma, lam = result.best["gamma"], result.best["lam"]
     kernel, kind, _ = fit_final(X, labels, result, "kernel")
@@ -206,7 +208,7 @@ def test_final_models_equal_the_wrappers_and_round_trip(strategy, tmp_path):
 
 def test_damaged_multiclass_feature_model_is_refused(tmp_path):
     X, codes = blobs(9, 30, 3)
-    result = kc.grid_search(X, codes, "lssvm", method="rff", features=12, refine=False,
+    result = kc.grid_search(X, codes, "lssvm", method=FeatureSpace(features=12, refine=False),
                             gammas=[0.3], lams=[1e-2])
     model, _, _ = fit_final(X, codes, result, "linear")
     path = tmp_path / "model.npz"
@@ -360,8 +362,8 @@ def test_multiclass_rff_memory_estimate_counts_the_features():
     is the feature matrix's, refused above the budget with a readable error."""
     X, codes = blobs(1, 300, 3)
     with pytest.raises(kc.KernelCVError, match="memory budget"):
-        kc.grid_search(X, codes, "lssvm", method="rff", features=4000, gammas=[0.3],
-                       lams=[1e-2], memory_budget="1M", refine=False)
-    result = kc.grid_search(X, codes, "lssvm", method="rff", features=16, gammas=[0.3],
-                            lams=[1e-2], refine=False)
+        kc.grid_search(X, codes, "lssvm", method=FeatureSpace(features=4000, refine=False),
+                       gammas=[0.3], lams=[1e-2], execution=Execution(memory_budget="1M"))
+    result = kc.grid_search(X, codes, "lssvm", method=FeatureSpace(features=16, refine=False),
+                            gammas=[0.3], lams=[1e-2])
     assert result.config["memory_estimate"] >= 300 * 16 * 8

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 
-from kernelcv import grid_search
+from kernelcv import Execution, Safeguards, grid_search, make_machine
 from kernelcv.exceptions import KernelCVError
 from kernelcv.selection.gamma_range import degenerate_settings
 from kernelcv.selection.records import majority_plateau
@@ -193,7 +193,7 @@ def test_screen_refuses_checkpoints_rff_and_unknown_strategies(binary, tmp_path)
     X, y = binary
     with pytest.raises(KernelCVError, match="checkpoint"):
         grid_search(X, y, "svm", gammas=[0.1, 1.0], lams=[0.01, 0.1], screen="coarse",
-                    checkpoint=tmp_path / "c.jsonl")
+                    execution=Execution(checkpoint=tmp_path / "c.jsonl"))
     with pytest.raises(KernelCVError, match="random-feature"):
         grid_search(X, y, "svm", method="rff", screen="coarse")
     with pytest.raises(KernelCVError, match="screen must be one of"):
@@ -243,10 +243,10 @@ def test_halving_subsample_of_one_vs_one_needs_rows_in_the_smallest_pair():
     assert halving_subsample(big, fold_ids, 0, stratify=True, pairwise=True) is not None
     X, labels = make_classification(450, 5, n_informative=4, n_redundant=0, n_classes=5,
                                     n_clusters_per_class=1, random_state=2)
-    result = grid_search(X, labels, "svm", multiclass="ovo", screen="halving",
+    result = grid_search(X, labels, make_machine("svm", multiclass="ovo"), screen="halving",
                          gammas=[0.1, 1.0], lams=[1e-3, 1e-2], folds=10, random_state=0)
     assert any("smallest one-vs-one problem" in note for note in result.notes)
-    result = grid_search(X, labels, "svm", multiclass="ovr", screen="halving",
+    result = grid_search(X, labels, make_machine("svm", multiclass="ovr"), screen="halving",
                          gammas=[0.1, 1.0], lams=[1e-3, 1e-2], folds=10, random_state=0)
     assert any("subsample of" in note for note in result.notes)
 
@@ -268,7 +268,7 @@ def test_halving_walks_on_all_rows_from_the_subsample_ranking():
 def test_halving_falls_back_to_coarse_on_small_data(binary):
     X, y = binary
     result = grid_search(X, y, "svm", gammas=[0.1, 1.0, 10.0], lams=[0.01, 0.1, 1.0],
-                         screen="halving", folds=10, confirm=0)
+                         screen="halving", folds=10, safeguards=Safeguards(confirm=0))
     assert any("coarse to fine instead" in note for note in result.notes)
 
 
@@ -387,6 +387,7 @@ def test_a_screened_search_s_progress_ends_complete():
     calls = []
     grid_search(X, y, "l2svm", gammas=[2.0**k for k in range(-6, 3)],
                 lams=[2.0**i / 60 for i in range(-3, 12)], folds=4, screen="coarse",
-                progress=lambda stage, done, total: calls.append((stage, done, total)))
+                execution=Execution(
+                    progress=lambda stage, done, total: calls.append((stage, done, total))))
     screen = [call for call in calls if call[0] == "screen"]
     assert screen and screen[-1][1] == screen[-1][2] < 9 * 15

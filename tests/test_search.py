@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from kernelcv import cross_validate
+from kernelcv import BIF, Execution, GranularityRule, Safeguards, cross_validate
 from kernelcv.criteria.evaluate import evaluate_lam
 from kernelcv.datasets import make_synthetic
 from kernelcv.exceptions import KernelCVError
@@ -65,8 +65,8 @@ def test_exact_searches_equal_brute_force(binary, folds, machine, method):
 @pytest.mark.parametrize("machine", ["l2svm", "svm"])
 def test_bif_search_confirms_the_best_by_exact_refit(binary, folds, machine):
     X, y = binary
-    result = grid_search(X, y, machine, gammas=GAMMAS, lams=LAMS, method="bif", order=3,
-                         folds=folds, confirm=3)
+    result = grid_search(X, y, machine, gammas=GAMMAS, lams=LAMS, method=BIF(order=3),
+                         folds=folds, safeguards=Safeguards(confirm=3))
     brute_exact = _brute(X, y, machine, folds)
     brute_bif = _brute(X, y, machine, folds, method="bif", order=3)
     scores = [c["score"] for c in result.candidates]
@@ -129,8 +129,8 @@ def test_confirmation_places_skip_ties_within_a_kernel_setting():
 
 def test_safeguards_can_be_switched_off(binary, folds):
     X, y = binary
-    result = grid_search(X, y, "l2svm", gammas=[1e4, 0.1], lams=LAMS, method="bif",
-                         folds=folds, confirm=0, recheck_degenerate=False)
+    result = grid_search(X, y, "l2svm", gammas=[1e4, 0.1], lams=LAMS, method="bif", folds=folds,
+                         safeguards=Safeguards(confirm=0, recheck_degenerate=False))
     assert result.confirmed == [] and result.rechecked == []
     assert {c["status"] for c in result.candidates} == {"approximate"}
     scores = [c["score"] for c in result.candidates]
@@ -139,8 +139,8 @@ def test_safeguards_can_be_switched_off(binary, folds):
 
 def test_degenerate_candidates_are_rechecked_exactly(binary, folds):
     X, y = binary
-    result = grid_search(X, y, "l2svm", gammas=[1e4, 0.1], lams=LAMS, method="bif",
-                         order=5, folds=folds, confirm=0)
+    result = grid_search(X, y, "l2svm", gammas=[1e4, 0.1], lams=LAMS, method=BIF(order=5),
+                         folds=folds, safeguards=Safeguards(confirm=0))
     degenerate = [i for i, c in enumerate(result.candidates) if c["degenerate"]]
     assert degenerate and result.rechecked == degenerate
     for i in degenerate:
@@ -165,8 +165,8 @@ def test_folds_average_matches_mean_of_fold_errors(binary):
 
 def test_poly_and_linear_grids(binary, folds):
     X, y = binary
-    poly = grid_search(X, y, "krr", kernel="poly", degrees=[1, 2, 3], lams=[0.1], gamma=0.5,
-                       folds=folds)
+    poly = grid_search(X, y, "krr", kernel="poly", degrees=[1, 2, 3], lams=[0.1], folds=folds,
+                       kernel_params={"gamma": 0.5})
     assert poly.param_name == "degree"
     for c in poly.candidates:
         ref = cross_validate(X, y, "krr", kernel="poly", gamma=0.5, degree=c["degree"],
@@ -179,8 +179,9 @@ def test_poly_and_linear_grids(binary, folds):
 def test_auto_folds_follow_eq6_and_the_adaptive_order_is_accurate(binary):
     X, y = binary
     eps = 0.5
-    result = grid_search(X, y, "svm", gammas=[0.1], lams=[0.05, 0.2, 1.0], method="bif",
-                         folds="auto", epsilon=eps, confirm=1)
+    result = grid_search(X, y, "svm", gammas=[0.1], lams=[0.05, 0.2, 1.0],
+                         method=BIF(granularity=GranularityRule(eps)), folds="auto",
+                         safeguards=Safeguards(confirm=1))
     y_pm = np.where(y > 0, 1.0, -1.0)
     K = make_kernel("rbf", 0.1)(X)
     machine = make_machine("svm")
@@ -199,8 +200,9 @@ def test_auto_folds_follow_eq6_and_the_adaptive_order_is_accurate(binary):
         assert fit is not None
         assert np.max(np.abs(used.predictions - limit.predictions)) <= \
             2 * adaptive_tolerance(eps, 0.01)
-    bound = grid_search(X, y, "svm", gammas=[0.1], lams=[0.2], method="bif", folds="auto",
-                        epsilon=eps, granularity="bound", confirm=0)
+    bound = grid_search(X, y, "svm", gammas=[0.1], lams=[0.2],
+                        method=BIF(granularity=GranularityRule(eps, "bound")), folds="auto",
+                        safeguards=Safeguards(confirm=0))
     c = bound.candidates[0]
     assert c["order_used"] == c["granularity"]["order"]
 
@@ -210,7 +212,7 @@ def test_gacv_search_ranks_by_gacv_and_confirms(binary, folds):
     from kernelcv.criteria.gacv import gacv
 
     result = grid_search(X, y, "svm", gammas=GAMMAS, lams=LAMS, method="gacv", folds=folds,
-                         confirm=2)
+                         safeguards=Safeguards(confirm=2))
     y_pm = np.where(y > 0, 1.0, -1.0)
     machine = make_machine("svm")
     for c in result.candidates:
@@ -229,9 +231,10 @@ def test_gacv_search_ranks_by_gacv_and_confirms(binary, folds):
 def test_parallel_backends_agree_with_sequential(binary, folds):
     X, y = binary
     serial = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds)
-    threads = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds, n_jobs=2,
-                          backend="threading")
-    loky = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds, n_jobs=2)
+    threads = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds,
+                          execution=Execution(n_jobs=2, backend="threading"))
+    loky = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds,
+                       execution=Execution(n_jobs=2))
     for other in (threads, loky):
         assert [c["score"] for c in other.candidates] == \
             pytest.approx([c["score"] for c in serial.candidates], abs=1e-12)
@@ -245,10 +248,10 @@ def test_dask_backend_on_a_local_cluster(binary, folds):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=":0") as cluster:
         by_address = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds,
-                                 scheduler=cluster.scheduler_address)
+                                 execution=Execution(scheduler=cluster.scheduler_address))
         with distributed.Client(cluster) as client:
             by_client = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds,
-                                    backend="dask", scheduler=client)
+                                    execution=Execution(backend="dask", scheduler=client))
     for other in (by_address, by_client):
         assert [c["score"] for c in other.candidates] == \
             pytest.approx([c["score"] for c in serial.candidates], abs=1e-12)
@@ -260,7 +263,7 @@ def test_checkpoint_resume_gives_the_same_result(binary, folds, tmp_path):
     X, y = binary
     path = tmp_path / "search.ckpt"
     full = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds,
-                       checkpoint=path)
+                       execution=Execution(checkpoint=path))
     lines = path.read_text().splitlines()
     # header, settings, one line per confirmation
     assert len(lines) == 1 + len(GAMMAS) + len(full.confirmed)
@@ -269,7 +272,7 @@ def test_checkpoint_resume_gives_the_same_result(binary, folds, tmp_path):
     path.write_text("\n".join(lines[:2]) + "\n" + lines[2][: len(lines[2]) // 2])
     calls = []
     resumed = grid_search(X, y, "l2svm", gammas=GAMMAS, lams=LAMS, folds=folds,
-                          checkpoint=path, progress=lambda *a: calls.append(a))
+                          execution=Execution(checkpoint=path, progress=lambda *a: calls.append(a)))
     assert calls[0] == ("search", 1, len(GAMMAS))  # one setting came from the file
     for a, b in zip(full.candidates, resumed.candidates, strict=True):
         for key in ("gamma", "lam", "score", "exact_error", "status", "rank"):
@@ -278,7 +281,8 @@ def test_checkpoint_resume_gives_the_same_result(binary, folds, tmp_path):
     for line in path.read_text().splitlines():
         json.loads(line)  # every line whole again
     with pytest.raises(KernelCVError, match="different search"):
-        grid_search(X, y, "l2svm", gammas=GAMMAS, lams=[0.5], folds=folds, checkpoint=path)
+        grid_search(X, y, "l2svm", gammas=GAMMAS, lams=[0.5], folds=folds,
+                    execution=Execution(checkpoint=path))
 
 
 def test_default_grids():
@@ -328,12 +332,13 @@ def test_checkpoint_torn_header_and_memory_budget(binary, folds, tmp_path):
     X, y = binary
     path = tmp_path / "search.ckpt"
     path.write_text('{"kernelcv_checkpoint": 1, "finger')  # killed while writing line 1
-    first = grid_search(X, y, "krr", gammas=GAMMAS, lams=LAMS, folds=folds, checkpoint=path)
+    first = grid_search(X, y, "krr", gammas=GAMMAS, lams=LAMS, folds=folds,
+                        execution=Execution(checkpoint=path))
     header = json.loads(path.read_text().splitlines()[0])
     assert header["n_settings"] == len(GAMMAS)
     # A different memory budget does not change results, so resuming is allowed.
-    again = grid_search(X, y, "krr", gammas=GAMMAS, lams=LAMS, folds=folds, checkpoint=path,
-                        memory_budget="4G")
+    again = grid_search(X, y, "krr", gammas=GAMMAS, lams=LAMS, folds=folds,
+                        execution=Execution(checkpoint=path, memory_budget="4G"))
     assert [c["score"] for c in again.candidates] == [c["score"] for c in first.candidates]
 
 
@@ -348,7 +353,8 @@ def test_a_first_confirmation_with_zero_exact_error_skips_later_candidates():
     kwargs = dict(gammas=[2.0 ** k for k in range(-6, 2)],
                   lams=[2.0 ** k / 80 for k in range(-3, 6)], method="bif", folds=5)
     sequential = grid_search(X, y, "svm", **kwargs)
-    pooled = grid_search(X, y, "svm", n_jobs=2, backend="threading", **kwargs)
+    pooled = grid_search(X, y, "svm", **kwargs,
+                         execution=Execution(n_jobs=2, backend="threading"))
     assert len(pooled.confirmed) == 3
     assert sequential.candidates[sequential.best_index]["exact_error"] == 0
     assert sequential.best_index == pooled.best_index

@@ -13,7 +13,7 @@ from sklearn.datasets import dump_svmlight_file
 from sklearn.linear_model import Ridge
 from sklearn.svm import SVC
 
-from kernelcv import KernelSearchCV
+from kernelcv import Execution, FeatureSpace, KernelSearchCV, make_machine
 from kernelcv.cli import main
 from kernelcv.criteria.random_features import (
     square_path_cv,
@@ -24,6 +24,7 @@ from kernelcv.datasets import make_synthetic
 from kernelcv.estimators import L2SVMClassifier, LSSVMClassifier
 from kernelcv.exceptions import KernelCVError
 from kernelcv.features import FeatureMap, LinearFeatureModel, feature_memory
+from kernelcv.reports.command_files import DataFiles
 from kernelcv.reports.select import run_select
 from kernelcv.selection import final
 from kernelcv.selection.search import grid_search
@@ -83,15 +84,15 @@ def test_fold_ids_keep_the_feature_draw_seeded(capsys, train_file):
 def test_feature_seed_is_part_of_the_checkpoint_fingerprint(data, tmp_path):
     X, y = data
     path = tmp_path / "ck.jsonl"
-    grid_search(X, y, "svm", method="rff", folds=3, features=10, checkpoint=path,
-                feature_seed=1, **GRID)
+    grid_search(X, y, "svm", method=FeatureSpace(features=10, feature_seed=1), folds=3, **GRID,
+                execution=Execution(checkpoint=path))
     with pytest.raises(KernelCVError):
-        grid_search(X, y, "svm", method="rff", folds=3, features=10, checkpoint=path,
-                    feature_seed=2, **GRID)
-    again = grid_search(X, y, "svm", method="rff", folds=3, features=10, checkpoint=path,
-                        feature_seed=1, **GRID)
+        grid_search(X, y, "svm", method=FeatureSpace(features=10, feature_seed=2), folds=3,
+                    **GRID, execution=Execution(checkpoint=path))
+    again = grid_search(X, y, "svm", method=FeatureSpace(features=10, feature_seed=1), folds=3,
+                        **GRID, execution=Execution(checkpoint=path))
     assert again.config["feature_seed"] == 1
-    none_folds = grid_search(X, y, "svm", method="rff", folds=3, features=10,
+    none_folds = grid_search(X, y, "svm", method=FeatureSpace(features=10), folds=3,
                              random_state=None, **GRID)
     assert none_folds.config["feature_seed"] == 0
 
@@ -115,13 +116,13 @@ def test_libsvm_pair_with_a_wider_test_file(capsys):
 
 def test_final_auto_falls_back_to_linear_when_the_dense_fit_is_over_budget(data):
     X, y = data
-    result = grid_search(X, y, "lssvm", method="rff", folds=3, features=10,
-                         memory_budget="300K", **GRID)
+    result = grid_search(X, y, "lssvm", method=FeatureSpace(features=10), folds=3, **GRID,
+                         execution=Execution(memory_budget="300K"))
     model, kind, notes = final.fit_final(X, y, result, "auto", "300K")
     assert kind == "linear" and isinstance(model, LinearFeatureModel)
     assert "memory budget" in notes[0]
     # svm's LIBSVM fit holds no n x n matrix
-    svm = grid_search(X, y, "svm", method="rff", folds=3, features=10, **GRID)
+    svm = grid_search(X, y, "svm", method=FeatureSpace(features=10), folds=3, **GRID)
     assert final.fit_final(X, y, svm, "auto", "300K")[1] == "kernel"
 
 
@@ -133,8 +134,9 @@ def test_final_kernel_over_budget_is_refused_before_the_search(capsys, train_fil
     monkeypatch.setattr("kernelcv.reports.select.grid_search", no_search)
     path = train_file / "train.svm"
     with pytest.raises(KernelCVError, match="final exact lssvm"):
-        run_select(path, machine="lssvm", method="rff", test=path, final="kernel",
-                   memory_budget="300K")
+        run_select(DataFiles(path, test=path), machine="lssvm",
+                   method=FeatureSpace(final="kernel"),
+                   execution=Execution(memory_budget="300K"))
     code, _, err = _cli(capsys, "select", path, "--machine", "krr", "--method", "rff",
                         "--test", path, "--final", "kernel", "--memory-budget", "300K")
     assert code == 2 and err.count("\n") == 1 and "kernelcv: error" in err
@@ -166,9 +168,9 @@ def test_lssvm_without_intercept_is_kept_on_the_rff_path(data, capsys, train_fil
                             method="rff", folds=3, features=20).fit(X, y)
     assert search.best_estimator_.fit_intercept is False
     assert search.search_.config["feature_intercept"] is False
-    free = grid_search(X, y, "lssvm", method="rff", folds=3, features=20, **GRID)
-    none = grid_search(X, y, "lssvm", method="rff", folds=3, features=20,
-                       fit_intercept=False, **GRID)
+    free = grid_search(X, y, "lssvm", method=FeatureSpace(features=20), folds=3, **GRID)
+    none = grid_search(X, y, make_machine("lssvm", fit_intercept=False),
+                       method=FeatureSpace(features=20), folds=3, **GRID)
     Z = FeatureMap("rff", 20, random_state=0).fit(X).transform(X, 0.5)
     lams = sorted({c["lam"] for c in none.candidates}, reverse=True)
     path = square_path_cv(Z, y, none.fold_ids, lams, True, fit_intercept=False)
@@ -217,8 +219,9 @@ def test_squared_hinge_without_intercept_matches_lbfgs(data):
 def test_non_finite_features_are_refused(data, loss):
     X, y = data
     with pytest.raises(KernelCVError, match="standardize X"):
-        grid_search(X * 1e300, y, "svm", method="rff", folds=3, features=10,
-                    feature_map="nystroem", feature_loss=loss, **GRID)
+        grid_search(X * 1e300, y, "svm",
+                    method=FeatureSpace(features=10, feature_map="nystroem", feature_loss=loss),
+                    folds=3, **GRID)
 
 
 def test_memory_estimate_counts_the_d_by_d_work_and_notes(data):
@@ -226,12 +229,12 @@ def test_memory_estimate_counts_the_d_by_d_work_and_notes(data):
     D = 500
     assert feature_memory(X, D, "rff", copies=0.0) >= 8 * 4 * (D + 1) ** 2
     X, y = data
-    result = grid_search(X[:40], y[:40], "svm", method="rff", folds=3, features=50,
+    result = grid_search(X[:40], y[:40], "svm", method=FeatureSpace(features=50), folds=3,
                          gammas=[0.1], Cs=[1.0])
     assert any("D = 50 features > n = 40" in note for note in result.notes)
     assert not any("Nystroem" in note for note in result.notes)
-    result = grid_search(X, y, "svm", method="rff", folds=3, features=20,
-                         feature_map="nystroem", gammas=[0.1], Cs=[1.0])
+    result = grid_search(X, y, "svm", method=FeatureSpace(features=20, feature_map="nystroem"),
+                         folds=3, gammas=[0.1], Cs=[1.0])
     assert any("Nystroem landmarks" in note for note in result.notes)
 
 
@@ -241,7 +244,7 @@ def test_memory_estimate_counts_the_d_by_d_work_and_notes(data):
 def test_final_svc_predicts_sparse_test_sets_in_chunks(data, monkeypatch):
     X, y = data
     Xs = sp.csr_matrix(X)
-    result = grid_search(Xs, y, "svm", method="rff", folds=3, features=10, **GRID)
+    result = grid_search(Xs, y, "svm", method=FeatureSpace(features=10), folds=3, **GRID)
     model, kind, _ = final.fit_final(Xs, y, result, "kernel")
     assert kind == "kernel"
     model.chunk_rows = 7
@@ -282,8 +285,9 @@ def test_feature_options_without_rff_and_final_without_test(data, train_file):
     X, y = data
     with pytest.raises(KernelCVError, match="belong to method='rff'"):
         KernelSearchCV("svm", method="bif", features=100).fit(X, y)
-    report = run_select(train_file / "train.svm", machine="svm", method="rff", features=10,
-                        gammas=[0.1], Cs=[1.0], final="linear")
+    report = run_select(train_file / "train.svm", machine="svm",
+                        method=FeatureSpace(features=10, final="linear"),
+                        gammas=[0.1], Cs=[1.0])
     assert any("without --test" in note for note in report["notes"])
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import dump_svmlight_file
 
-from kernelcv import cross_validate
+from kernelcv import BIF, Execution, Safeguards, cross_validate
 from kernelcv.datasets import make_synthetic
 from kernelcv.reports.io import jsonable
 from kernelcv.reports.select import run_select
@@ -46,8 +46,9 @@ def _select(root, order, checkpoint=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return json.loads(json.dumps(jsonable(run_select(
-            root / "train.svm", machine="lssvm", method="bif", order=order, gammas=GAMMAS,
-            lams=LAMS, folds=4, seed=0, confirm=1, checkpoint=checkpoint)),
+            root / "train.svm", machine="lssvm", method=BIF(order=order), gammas=GAMMAS,
+            lams=LAMS, folds=4, seed=0, safeguards=Safeguards(confirm=1),
+            execution=Execution(checkpoint=checkpoint))),
             allow_nan=False))
 
 
@@ -62,8 +63,8 @@ def test_candidates_carry_the_flags_of_a_direct_call_and_the_report_counts_them(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             folds = folds if folds is not None else _fold_ids(report, X, y)
-            direct = cross_validate(X, y, "lssvm", gamma=c["gamma"], lam=c["lam"],
-                                    folds=folds, method="bif", order=order)
+            direct = cross_validate(X, y, "lssvm", gamma=c["gamma"], lam=c["lam"], folds=folds,
+                                    method=BIF(order=order))
         if not direct.ill_conditioned:  # else rounding noise (select warm-starts each fit)
             assert c["cv_error"] == pytest.approx(direct.cv_error)  # score: exact if rechecked
         assert c["unconverged"] is direct.unconverged
@@ -86,14 +87,14 @@ def test_l2svm_candidates_carry_the_certificate_flag_of_a_direct_call(data):
         warnings.simplefilter("ignore", RuntimeWarning)
         report = json.loads(json.dumps(jsonable(run_select(
             root / "train.svm", machine="l2svm", method="bif", gammas=GAMMAS, lams=LAMS,
-            folds=4, seed=0, confirm=1)), allow_nan=False))
+            folds=4, seed=0, safeguards=Safeguards(confirm=1))), allow_nan=False))
     jsonschema.validate(report, SCHEMA)
     folds = _fold_ids(report, X, y)
     for c in report["candidates"]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            direct = cross_validate(X, y, "l2svm", gamma=c["gamma"], lam=c["lam"],
-                                    folds=folds, method="bif", order="inf")
+            direct = cross_validate(X, y, "l2svm", gamma=c["gamma"], lam=c["lam"], folds=folds,
+                                    method=BIF(order="inf"))
             exact = cross_validate(X, y, "l2svm", gamma=c["gamma"], lam=c["lam"],
                                    folds=folds, method="exact")
         assert c["uncertified"] is direct.uncertified

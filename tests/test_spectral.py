@@ -154,12 +154,13 @@ def test_multiclass_equals_refit_cv_of_the_scheme(strategy, name):
     X = rng.normal(size=(90, 2))
     y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=90), [-0.5, 0.5])
     lams = [1e-3, 3e-2]
-    spectral = kernelcv.cross_validate_path(X, y, lams, machine=name, gamma=0.8,
-                                            method=Spectral(huber="mm"), random_state=0,
-                                            multiclass=strategy, folds=5)
-    exact = kernelcv.cross_validate_path(X, y, lams, machine=name, gamma=0.8,
-                                         method="exact", random_state=0,
-                                         multiclass=strategy, folds=5)
+    spectral = kernelcv.cross_validate_path(X, y, lams,
+                                            machine=make_machine(name, multiclass=strategy),
+                                            gamma=0.8, method=Spectral(huber="mm"),
+                                            random_state=0, folds=5)
+    exact = kernelcv.cross_validate_path(X, y, lams,
+                                         machine=make_machine(name, multiclass=strategy),
+                                         gamma=0.8, method="exact", random_state=0, folds=5)
     for a, b in zip(spectral, exact, strict=True):
         assert np.allclose(a.predictions, b.predictions, atol=1e-5)
         assert a.cv_error == b.cv_error
@@ -233,7 +234,7 @@ def test_every_front_door_takes_a_method_object_with_its_own_options():
                                             folds=folds, method=BIF(order=3))
     with pytest.warns(RuntimeWarning, match="not converged at order 3"):
         by_name = kernelcv.cross_validate(X, y, machine="l2svm", gamma=0.5, lam=1e-2,
-                                          folds=folds, method="bif", order=3)
+                                          folds=folds, method=BIF(order=3))
     assert by_object.order == 3 and by_object.method == "bif"
     assert np.array_equal(by_object.predictions, by_name.predictions)
     loose = kernelcv.cross_validate(X, y, machine="l2svm", gamma=0.5, lam=1e-2, folds=folds,
@@ -252,7 +253,7 @@ def test_every_front_door_takes_a_method_object_with_its_own_options():
     estimator = KernelSearchCV("l2svm", {"gamma": [0.5], "lam": [1e-2, 1e-1]}, cv=4,
                                method=Spectral()).fit(X, y)
     assert estimator.search_.criterion == Spectral()
-    with pytest.raises(kernelcv.KernelCVError, match="inside it"):
+    with pytest.warns(FutureWarning), pytest.raises(kernelcv.KernelCVError, match="inside it"):
         grid_search(X, y, "l2svm", method=BIF(order=5), order=3, **common)
     with pytest.raises(kernelcv.KernelCVError, match="unknown method"):
         grid_search(X, y, "l2svm", method=3.5, **common)

@@ -25,18 +25,15 @@ import numpy as np
 
 from ._threads import blas_threads_for, n_rows
 from .criteria.certificate import UNCERTIFIED
-from .criteria.closed_form import ClosedFormCV
 from .criteria.conditioning import ILL_CONDITIONED
-from .criteria.evaluate import evaluate_lam
-from .criteria.multiclass import MulticlassCV
 from .criteria.result import CVResult
-from .criteria.spectral import spectral_evaluations
 from .criteria.truncation import UNCONVERGED
 from .exceptions import KernelCVError
 from .kernels import GramFactory, make_kernel, resolve_gamma
-from .machines import make_machine
+from .machines import Machine, make_machine
 from .memory import check_dense_budget
-from .selection.methods import BIF, ClosedForm, ExactRefit, parse_order
+from .selection.methods import BIF, ClosedForm, CVMethod, ExactRefit, parse_order
+from .selection.moved_options import split_moved
 from .selection.spectral_method import Spectral
 from .validation import check_data, check_positive, make_folds, splitter_fold_ids
 
@@ -48,28 +45,50 @@ _METHOD_CLASSES = {ExactRefit.name: ExactRefit, ClosedForm.name: ClosedForm,
                    BIF.name: BIF, Spectral.name: Spectral}
 
 
-def _prepare(X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
-             fit_intercept, multiclass, folds, method, order, random_state, tol,
-             memory_budget):
-    spec = make_machine(machine, huber_width=huber_width, epsilon=epsilon,
-                        fit_intercept=fit_intercept, multiclass=multiclass)
-    if isinstance(method, tuple(_METHOD_CLASSES.values())):
-        criterion = method  # its options travel inside it
-    elif not isinstance(method, str) or method not in METHODS:
+def _machine_and_method(machine, method, moved: dict, owner: str):
+    """The machine and method objects of a call: names or objects, plus the 0.1 flat
+    options (``huber_width``, ``order``, ...) with their ``FutureWarning``."""
+    old = split_moved(owner, moved, machine_epsilon=True, stacklevel=4)
+    if old.execution or old.safeguards or old.kernel_params:
+        names = [*old.execution, *old.safeguards, *old.kernel_params]
+        raise TypeError(f"{owner}() got an unexpected keyword argument {names[0]!r}")
+    if isinstance(machine, Machine):
+        if old.machine:
+            raise KernelCVError(f"machine is the object {machine.name!r}: give its options "
+                                f"({', '.join(old.machine)}) to make_machine")
+        spec = machine
+    else:
+        spec = make_machine(machine, **old.machine)
+    if isinstance(method, CVMethod):
+        if old.method:
+            raise KernelCVError(f"method is the object {method!r}: give its options "
+                                f"({', '.join(old.method)}) inside it")
+        if not isinstance(method, tuple(_METHOD_CLASSES.values())):
+            raise KernelCVError(f"cross_validate takes the methods {', '.join(METHODS)} "
+                                f"(or their objects), not {method.name!r}")
+        return spec, method
+    if not isinstance(method, str) or method not in METHODS:
         raise KernelCVError(f"unknown method {method!r}; choose one of {', '.join(METHODS)} "
                             "or give one of their method objects")
-    else:
-        criterion = (BIF(order=order, tol=tol) if method == BIF.name
-                     else _METHOD_CLASSES[method]())
+    if method == BIF.name:
+        return spec, BIF(**old.method)
+    if old.method:
+        raise KernelCVError(f"{', '.join(old.method)} belong(s) to method 'bif', not "
+                            f"{method!r}")
+    return spec, _METHOD_CLASSES[method]()
+
+
+def _prepare(X, y, spec, criterion, kernel, gamma, degree, coef0, folds, random_state,
+             memory_budget):
     criterion.bind(spec, kernel)
-    order = criterion.reported_order()
     X, y, mapping = check_data(X, y, spec.is_classifier, multiclass=True)
     kern = make_kernel(kernel, resolve_gamma(gamma, X), degree, coef0)
     if spec.is_classifier and len(mapping) > 2:
         spec = replace(spec, n_classes=len(mapping))
     fold_ids = make_folds(y, folds, spec.is_classifier, random_state)
     n = y.shape[0]
-    check_dense_budget(n, n, criterion.dense_matrices, f"method {method!r} on {n} samples",
+    check_dense_budget(n, n, criterion.dense_matrices,
+                       f"method {criterion.name!r} on {n} samples",
                        memory_budget)
     K = GramFactory(X, memory_budget=memory_budget).gram(kern)
     params = {**spec.params(), **kern.params()}
@@ -83,9 +102,8 @@ def _prepare(X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
 
 
 def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, degree=3,
-                   coef0=1.0, huber_width=0.01, epsilon=0.1, fit_intercept=None,
-                   multiclass="ovo", folds=10, method="exact", order="inf", random_state=0,
-                   tol=1e-6, memory_budget=None, groups=None) -> CVResult:
+                   coef0=1.0, folds=10, method="exact", random_state=0, memory_budget=None,
+                   groups=None, **moved) -> CVResult:
     """Estimate the t-fold cross-validation error of a kernel machine.
 
     Parameters
@@ -94,8 +112,20 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
     y : array, shape (n,)
         Targets; for classifiers labels of any type: two classes are mapped to -1/+1
         (smaller first), more are split into binary machines by ``multiclass``.
-    machine : {"krr", "lssvm", "l2svm", "svm", "svr"}
-        See :mod:`kernelcv.machines`; ``svm``/``svr`` are the Huber-smoothed machines.
+    machine : {"krr", "lssvm", "l2svm", "svm", "svr"} or a machine object
+        See :mod:`kernelcv.machines`; ``svm``/``svr`` are the Huber-smoothed machines. A
+        name gets the machine's defaults; :func:`kernelcv.make_machine` sets its options
+        (``make_machine("svr", huber_width=0.05, epsilon=0.2, fit_intercept=False,
+        multiclass="ovr")``): ``huber_width``, the smoothing width of ``svm`` and ``svr``
+        (default 0.01); ``epsilon``, the insensitivity of ``svr``; ``fit_intercept``, an
+        unregularised intercept ``b`` (``f = K alpha + b``; None: True for lssvm, l2svm,
+        svm and svr, False for krr; fold-out fits refit their own intercept);
+        ``multiclass``, ``"ovo"`` (one machine per pair of classes, trained on their
+        rows; default) or ``"ovr"`` (one per class against the rest), each
+        cross-validated on the same folds; a held-out point gets the class its fold-out
+        machines vote for (one-vs-one, scikit-learn's ``OneVsOneClassifier`` rule) or the
+        largest value (one-vs-rest), and the CV error is the multiclass 0-1 error (see
+        :mod:`kernelcv.criteria.multiclass`).
     kernel : {"rbf", "laplace", "poly", "linear"}
     gamma : float, "scale" or "auto"
         Kernel width (required for rbf and laplace); ``gamma = 1 / (2 sigma^2)``.
@@ -105,19 +135,6 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
         Regularisation of ``(1/n) sum loss + lam ||f||^2``; scikit-learn's KernelRidge
         ``alpha = n lam``, SVC ``C = 1 / (2 n lam)``. Fold-out fits keep the same lam.
     degree, coef0 : polynomial kernel parameters.
-    huber_width : smoothing width of ``svm`` and ``svr`` (default 0.01).
-    epsilon : insensitivity of ``svr``.
-    fit_intercept : bool or None
-        Unregularised intercept ``b`` (``f = K alpha + b``). None: True for lssvm, l2svm,
-        svm and svr, False for krr (always bias-free); False gives the papers' bias-free
-        machines. Fold-out fits refit their own intercept.
-    multiclass : {"ovo", "ovr"}
-        More than two classes: one machine per pair of classes (trained on their rows;
-        default) or one per class against the rest, each cross-validated on the same
-        folds; a held-out point gets the class its fold-out machines vote for
-        (one-vs-one, scikit-learn's ``OneVsOneClassifier`` rule) or the largest value
-        (one-vs-rest), and the CV error is the multiclass 0-1 error (see
-        :mod:`kernelcv.criteria.multiclass`).
     folds : int, array of n fold ids, scikit-learn splitter or list of (train, test)
         t shuffled (stratified for classifiers) folds, explicit fold ids, or the splits
         of a splitter (``KFold(5)``, ``StratifiedKFold(5)``, ``GroupKFold(5)`` with
@@ -126,19 +143,19 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
     method : {"exact", "closed-form", "bif", "spectral"} or a method object
         ``"spectral"``: exact for every machine, from one eigendecomposition of K (all
         lam values of :func:`cross_validate_path` share it). A method object of
-        :mod:`kernelcv.selection` (``BIF(order=8)``, ``Spectral(tol=1e-12)``,
-        ``ExactRefit()``, ``ClosedForm()``) carries its own options; ``order`` and
-        ``tol`` are then not used.
-    order : int, "inf" or "auto", default "inf"
-        BIF order (``method="bif"`` only). ``"inf"`` (as ``kernelcv cv`` and the
-        searches): the finite orders are biased toward the training error at small lam.
+        :mod:`kernelcv.selection` carries its own options: ``BIF(order=8)`` (the BIF
+        order, an int, ``"inf"`` -- the name's default, as ``kernelcv cv`` and the
+        searches: the finite orders are biased toward the training error at small lam
+        -- or ``"auto"`` with ``tol`` relative to ``max |F|``), ``Spectral(tol=1e-12)``,
+        ``ExactRefit()``, ``ClosedForm()``.
     random_state : int or None, default 0
         Seed of the fold assignment when ``folds`` is an int: the same folds, and the
         same answer, on every call (None: numpy's global random state).
-    tol : float
-        Tolerance of ``order="auto"`` relative to ``max |F|``.
     memory_budget : bytes, "8G", or None (see :mod:`kernelcv.memory`).
     groups : array of n group labels, for a splitter that uses them (``GroupKFold``).
+    **moved : the flat options of kernelcv 0.1 (``huber_width=``, ``epsilon=``,
+        ``fit_intercept=``, ``multiclass=``, ``order=``, ``tol=``), still taken with a
+        ``FutureWarning`` that shows the new spelling.
 
     Returns
     -------
@@ -165,84 +182,59 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
     Cost for n samples and t folds: exact ~ t full fits; closed-form one ``eigh``
     (``O(n^3)``) plus ``O(n^2 (t + n/t))``; bif one full fit plus ``O(n |A| t)`` per order.
     """
+    spec, criterion = _machine_and_method(machine, method, moved, "cross_validate")
     return cross_validate_path(
-        X, y, [lam], machine=machine, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
-        huber_width=huber_width, epsilon=epsilon, fit_intercept=fit_intercept,
-        multiclass=multiclass, folds=folds, method=method, order=order,
-        random_state=random_state, tol=tol, memory_budget=memory_budget, groups=groups)[0]
+        X, y, [lam], machine=spec, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
+        folds=folds, method=criterion, random_state=random_state,
+        memory_budget=memory_budget, groups=groups)[0]
 
 
 def cross_validate_path(X, y, lams, machine="krr", kernel="rbf", gamma=None, *, degree=3,
-                        coef0=1.0, huber_width=0.01, epsilon=0.1, fit_intercept=None,
-                        multiclass="ovo", folds=10, method="exact", order="inf",
-                        random_state=0, tol=1e-6, memory_budget=None,
-                        groups=None) -> list[CVResult]:
+                        coef0=1.0, folds=10, method="exact", random_state=0,
+                        memory_budget=None, groups=None, **moved) -> list[CVResult]:
     """:func:`cross_validate` for several lam values sharing the kernel and the folds.
 
-    The Gram matrix is computed once; ``closed-form`` shares one eigendecomposition across
-    all lam values, the other methods warm-start each full fit from the previous lam
-    (taken in decreasing order). Results come back in the order of ``lams``. ``folds``
-    and ``groups`` as in :func:`cross_validate` (a splitter is split once, here).
+    The Gram matrix is computed once and the method's own per-lam code runs on it
+    (:meth:`kernelcv.selection.CVMethod.evaluate_lams`): ``closed-form`` and
+    ``spectral`` share one eigendecomposition across all lam values, the other methods
+    warm-start each full fit from the previous lam (taken in decreasing order). Results
+    come back in the order of ``lams``. The parameters are :func:`cross_validate`'s;
+    ``folds`` and ``groups`` as there (a splitter is split once, here).
     """
     if X is None or y is None:
         raise KernelCVError("both X and y are required")
+    spec, criterion = _machine_and_method(machine, method, moved, "cross_validate_path")
     folds = splitter_fold_ids(folds, X, y, groups)
     with blas_threads_for(n_rows(y)):
-        return _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width,
-                         epsilon, fit_intercept, multiclass, folds, method, order,
-                         random_state, tol, memory_budget)
+        return _run_path(X, y, lams, spec, criterion, kernel, gamma, degree, coef0, folds,
+                         random_state, memory_budget)
 
 
-def _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width, epsilon,
-              fit_intercept, multiclass, folds, method, order, random_state, tol,
-              memory_budget):
+def _run_path(X, y, lams, spec, criterion, kernel, gamma, degree, coef0, folds,
+              random_state, memory_budget):
     lams = np.atleast_1d(np.asarray(lams, dtype=object))
     if lams.size == 0:
         raise KernelCVError("give at least one lam value")
     lam_values = [check_positive("lam", value) for value in lams]
     start = time.perf_counter()
     spec, criterion, K, y, fold_ids, mapping, params, notes = _prepare(
-        X, y, machine, kernel, gamma, degree, coef0, huber_width, epsilon, fit_intercept,
-        multiclass, folds, method, order, random_state, tol, memory_budget)
-    # a method object carries its own options: its name and theirs from here on
-    method, order = criterion.name, criterion.reported_order()
-    tol = getattr(criterion, "tol", tol)
+        X, y, spec, criterion, kernel, gamma, degree, coef0, folds, random_state,
+        memory_budget)
+    order = criterion.reported_order()
     setup_seconds = time.perf_counter() - start
-    closed = multi = None
-    tic = time.perf_counter()
-    if spec.is_multiclass and method != Spectral.name:
-        multi = MulticlassCV(K, y, fold_ids, spec, closed_form=method == "closed-form")
-    elif method == "closed-form":
-        closed = ClosedFormCV(K, fold_ids, fit_intercept=spec.fit_intercept)
-    setup_seconds += time.perf_counter() - tic
-    results: list[CVResult | None] = [None] * len(lam_values)
-    previous = None
-    spectral = None
-    if method == Spectral.name:  # every lam at once, from one eigendecomposition
-        spectral = spectral_evaluations(K, y, fold_ids, lam_values, spec,
-                                        tol=criterion.tol, max_steps=criterion.max_steps,
-                                        huber=criterion.huber)
-    for position in np.argsort(lam_values)[::-1]:
-        lam = lam_values[position]
-        if spectral is not None:
-            ev = spectral[position]
-            predictions = getattr(ev, "decisions", ev.predictions)
-            codes = (ev.predictions if spec.is_multiclass
-                     else (ev.predictions >= 0).astype(np.intp))
-        elif multi is not None:
-            ev = multi.evaluate(lam, spec, method, order=order, tol=tol, warm=previous)
+    evaluations = criterion.evaluate_lams(K, y, fold_ids, lam_values, spec)
+    results = []
+    for lam, ev in zip(lam_values, evaluations, strict=True):
+        if spec.is_multiclass:
             predictions, codes = ev.decisions, ev.predictions
         else:
-            ev = evaluate_lam(K, y, fold_ids, lam, spec, method, order=order, tol=tol,
-                              closed=closed, warm=previous)
             predictions, codes = ev.predictions, (ev.predictions >= 0).astype(np.intp)
         labels = None
         if mapping is not None:
             keys = sorted(mapping)  # -1, 1 or 0..k-1: position = code
             labels = np.asarray([mapping[key] for key in keys])[codes]
-        previous = ev.fit
-        results[position] = CVResult(
-            cv_error=ev.cv_error, fold_errors=ev.fold_errors, method=method,
+        results.append(CVResult(
+            cv_error=ev.cv_error, fold_errors=ev.fold_errors, method=criterion.name,
             order=order, order_used=ev.order_used,
             n_folds=int(fold_ids.max()) + 1, n_samples=y.shape[0],
             seconds=ev.seconds + setup_seconds / len(lam_values),
@@ -252,7 +244,7 @@ def _run_path(X, y, lams, machine, kernel, gamma, degree, coef0, huber_width, ep
             notes=notes + ev.notes,
             truncation_error=ev.truncation_error, unconverged=bool(ev.unconverged),
             rounding_error=ev.rounding_error, ill_conditioned=bool(ev.ill_conditioned),
-            certified_error=ev.certified_error, uncertified=bool(ev.uncertified))
+            certified_error=ev.certified_error, uncertified=bool(ev.uncertified)))
     for result in results:
         for flag, head in ((result.unconverged, UNCONVERGED),
                            (result.ill_conditioned, ILL_CONDITIONED),

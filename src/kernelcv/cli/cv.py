@@ -21,8 +21,10 @@ from ..criteria.truncation import UNCONVERGED
 from ..cv import METHODS, cross_validate
 from ..datasets import SUPPORTED_FORMATS, load_data, read_fold_ids
 from ..kernels import KERNELS
-from ..machines import MACHINES
+from ..machines import MACHINES, Machine, make_machine
+from ..reports.command_files import DataFiles
 from ..reports.scaling import SCALINGS, apply_scaling, fit_scaling, scaling_entry
+from ..selection.methods import BIF
 from .options import (
     add_header_argument,
     add_machine_arguments,
@@ -38,33 +40,27 @@ DEFAULT_SEED = 0
 _MAX_LISTED_FOLDS = 20
 
 
-def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
-           huber_width=0.01, epsilon=0.1, fit_intercept=None, multiclass="ovo",
-           folds=DEFAULT_FOLDS,
-           seed=DEFAULT_SEED, fold_ids=None, method="exact", order="inf",
-           memory_budget=None, scale="none", header="auto", target=None) -> dict:
+def run_cv(files, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
+           folds=DEFAULT_FOLDS, seed=DEFAULT_SEED, method="exact",
+           memory_budget=None) -> dict:
     """Load a data file and estimate the cross-validation error of one kernel machine.
 
     Parameters
     ----------
-    data : str or os.PathLike
-        Data file (see :mod:`kernelcv.datasets` for the formats).
-    machine, lam, kernel, gamma, degree, coef0, huber_width, epsilon, fit_intercept,
-    multiclass, method, order, memory_budget
-        As for :func:`kernelcv.cross_validate`.
+    files : :class:`~kernelcv.reports.command_files.DataFiles` or a path
+        The data file (see :mod:`kernelcv.datasets` for the formats) and how to read it:
+        ``fold_ids``, a file with one integer fold id per line (instead of ``folds``;
+        :func:`kernelcv.datasets.read_fold_ids`); ``scale``, feature scaling fitted on
+        all the data before the CV (the held-out folds' inputs take part in it, as when a
+        data set is scaled once with ``svm-scale``); ``header`` and ``target``, a CSV
+        file's layout. A test file and streaming are refused.
+    machine, lam, kernel, gamma, degree, coef0, method, memory_budget
+        As for :func:`kernelcv.cross_validate` (``machine``: a name or a machine object
+        of :func:`kernelcv.make_machine`; ``method``: a name or a method object).
     folds : int, default 10
-        Number of shuffled folds; ignored when ``fold_ids`` is given.
+        Number of shuffled folds; ignored when ``files.fold_ids`` is given.
     seed : int or None, default 0
         Seed of the fold assignment (fixed by default so that repeated runs agree).
-    fold_ids : str or os.PathLike, optional
-        File with one integer fold id per line (see :func:`kernelcv.datasets.read_fold_ids`).
-    scale : {"none", "standard", "minmax"}
-        Feature scaling fitted on all the data before the CV (the held-out folds' inputs
-        take part in it, as when a data set is scaled once with ``svm-scale``).
-    header : {"auto", "yes", "no"}
-        Whether a CSV file's first row is a header (:func:`kernelcv.datasets.load_data`).
-    target : str or None
-        A CSV file's target column: a header name or a number (1 = first, -1 = last).
 
     Returns
     -------
@@ -79,26 +75,28 @@ def run_cv(data, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     KernelCVError
         For any problem with the files, the data or the settings.
     """
-    X, y = load_data(data, header, target)
-    scaling = fit_scaling(X, scale)
+    files = files if isinstance(files, DataFiles) else DataFiles(files)
+    files.refuse("kernelcv cv", "test", "stream")
+    spec = machine if isinstance(machine, Machine) else make_machine(machine)
+    X, y = load_data(files.data, files.header, files.target)
+    scaling = fit_scaling(X, files.scale)
     X = apply_scaling(X, scaling)
-    if fold_ids is not None:
-        folds = read_fold_ids(fold_ids, y.shape[0])
+    if files.fold_ids is not None:
+        folds = read_fold_ids(files.fold_ids, y.shape[0])
         seed = None
     result = cross_validate(
-        X, y, machine=machine, kernel=kernel, gamma=gamma, lam=lam, degree=degree,
-        coef0=coef0, huber_width=huber_width, epsilon=epsilon, fit_intercept=fit_intercept,
-        multiclass=multiclass, folds=folds, method=method, order=order, random_state=seed,
+        X, y, machine=spec, kernel=kernel, gamma=gamma, lam=lam, degree=degree,
+        coef0=coef0, folds=folds, method=method, random_state=seed,
         memory_budget=memory_budget)
     summary = result.to_dict()
     mapping = result.label_mapping
     summary["multiclass"] = None
     if mapping is not None and len(mapping) > 2:
         classes = [mapping[code] for code in sorted(mapping)]
-        summary["multiclass"] = {"strategy": multiclass, "classes": classes,
+        summary["multiclass"] = {"strategy": spec.multiclass, "classes": classes,
                                  "cv": confusion_summary(y, result.labels, classes)}
-    summary["data"] = str(data)
-    summary["fold_ids"] = None if fold_ids is None else str(fold_ids)
+    summary["data"] = str(files.data)
+    summary["fold_ids"] = None if files.fold_ids is None else str(files.fold_ids)
     summary["seed"] = seed
     summary["scaling"] = scaling_entry(scaling)
     return summary
@@ -171,15 +169,19 @@ def run_command(args, parser):
         # reported once, with the other problems of the estimate (see problems())
         for head in (UNCONVERGED, ILL_CONDITIONED, UNCERTIFIED):
             warnings.filterwarnings("ignore", message=f".*{head}", category=RuntimeWarning)
+        files = DataFiles(args.data, fold_ids=args.fold_ids, header=args.header,
+                          target=args.target, scale=args.scale)
+        machine = make_machine(args.machine, huber_width=args.huber_width,
+                               epsilon=args.svr_epsilon,
+                               fit_intercept=False if args.no_intercept else None,
+                               multiclass=args.multiclass)
         return run_cv(
-            args.data, machine=args.machine, lam=args.lam, kernel=args.kernel,
-            gamma=args.gamma, degree=args.degree, coef0=args.coef0,
-            huber_width=args.huber_width, epsilon=args.svr_epsilon,
-            fit_intercept=False if args.no_intercept else None, multiclass=args.multiclass,
+            files, machine=machine, lam=args.lam, kernel=args.kernel, gamma=args.gamma,
+            degree=args.degree, coef0=args.coef0,
             folds=DEFAULT_FOLDS if args.folds is None else args.folds,
-            seed=DEFAULT_SEED if args.seed is None else args.seed, fold_ids=args.fold_ids,
-            method=args.method, order=args.order, memory_budget=args.memory_budget,
-            scale=args.scale, header=args.header, target=args.target)
+            seed=DEFAULT_SEED if args.seed is None else args.seed,
+            method=BIF(order=args.order) if args.method == BIF.name else args.method,
+            memory_budget=args.memory_budget)
 
 
 def render(summary, args=None):

@@ -13,11 +13,14 @@ import sys
 from ..datasets import SUPPORTED_FORMATS
 from ..exceptions import KernelCVError
 from ..kernels import KERNELS
-from ..machines import MACHINES
+from ..machines import MACHINES, make_machine
+from ..reports.command_files import DataFiles, Outputs
 from ..reports.scaling import SCALINGS
 from ..reports.select import run_select
 from ..selection.granularity import RULES
 from ..selection.grids import parse_grid, sigma_to_gamma
+from ..selection.method_choice import make_method
+from ..selection.options import Execution, Safeguards
 from ..selection.search import METHODS
 from .options import (
     add_header_argument,
@@ -291,24 +294,38 @@ def run_command(args, parser):
     feature_options = {k: v for k, v in feature_options.items() if v is not None}
     progress = _Progress(not args.no_progress)
     try:
+        method = make_method(args.method, args.machine, folds=args.folds,
+                             epsilon=args.epsilon, granularity=args.granularity,
+                             order=args.order, **feature_options)
+        machine = make_machine(args.machine, huber_width=args.huber_width,
+                               epsilon=args.svr_epsilon,
+                               fit_intercept=False if args.no_intercept else None,
+                               multiclass=args.multiclass)
+        files = DataFiles(args.data, test=args.test, fold_ids=args.fold_ids,
+                          header=args.header, target=args.target, scale=args.scale,
+                          stream=args.stream)
         return run_select(
-            args.data, machine=args.machine, kernel=args.kernel, method=args.method,
-            folds=args.folds, fold_ids=args.fold_ids, epsilon=args.epsilon,
-            granularity=args.granularity, order=args.order, gammas=gammas,
-            degrees=degrees, lams=lams, gamma=args.gamma,
-            coef0=args.coef0, huber_width=args.huber_width, svr_epsilon=args.svr_epsilon,
-            fit_intercept=False if args.no_intercept else None, multiclass=args.multiclass,
-            confirm=0 if args.no_safeguards else args.confirm,
-            recheck_degenerate=not args.no_safeguards,
-            seed=0 if args.seed is None else args.seed, test=args.test,
-            out=args.out, plot=args.plot, checkpoint=args.checkpoint, n_jobs=args.n_jobs,
-            scheduler=args.scheduler, memory_budget=args.memory_budget, progress=progress,
-            Cs=cs, screen=args.screen, scale=args.scale, header=args.header,
-            argv=getattr(args, "_argv", None), save_model=args.save_model,
-            target=args.target, stream=args.stream,
-            **feature_options)
+            files, machine=machine, kernel=args.kernel, gammas=gammas, degrees=degrees,
+            lams=lams, Cs=cs, kernel_params=_kernel_params(args), method=method,
+            folds=args.folds, seed=0 if args.seed is None else args.seed,
+            screen=args.screen,
+            safeguards=Safeguards(confirm=0 if args.no_safeguards else args.confirm,
+                                  recheck_degenerate=not args.no_safeguards),
+            execution=Execution(n_jobs=args.n_jobs, scheduler=args.scheduler,
+                                checkpoint=args.checkpoint, progress=progress,
+                                memory_budget=args.memory_budget),
+            outputs=Outputs(out=args.out, plot=args.plot, save_model=args.save_model,
+                            argv=getattr(args, "_argv", None)))
     finally:
         progress.close()
+
+
+def _kernel_params(args) -> dict:
+    """The poly kernel's fixed parameters given on the command line."""
+    params = {"coef0": args.coef0}
+    if args.gamma is not None:
+        params["gamma"] = args.gamma
+    return params
 
 
 def render(report, args=None):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,21 +20,23 @@ import scipy.sparse as sp
 from ..datasets import load_data, load_train_test, read_fold_ids
 from ..exceptions import KernelCVError
 from ..kernels import GramFactory, Kernel
-from ..machines import make_machine
+from ..machines import Machine, make_machine
 from ..machines.model import KernelModel
 from ..machines.saved_model import check_model_path
 from ..machines.saved_model import save_model as save_model_file
 from ..plotting import cv_curve_figure, figure_class, heatmap_figure
 from ..selection.backends import run_tasks
 from ..selection.calibration import calibrate_choice
-from ..selection.feature_growth import MAX_FEATURES, TIME_BUDGET
+from ..selection.feature_space import FeatureSpace
 from ..selection.final import ChunkedSVC, check_final_kernel, fit_final, svc_as_kernel_model
-from ..selection.method_choice import method_name
+from ..selection.method_choice import make_method
 from ..selection.methods import BIF
-from ..selection.refine import refine_for_final
+from ..selection.options import Execution
+from ..selection.screening import Screening
 from ..selection.search import grid_search
 from ..selection.tasks import exact_task
 from ..validation import check_data
+from .command_files import DataFiles, Outputs
 from .io import check_distinct_paths, check_writable_folder, jsonable, png, write_all
 from .multiclass import confusion_figures, exact_confusion_skipped, multiclass_entry
 from .scaling import apply_scaling, fit_scaling, scaling_entry
@@ -44,7 +47,6 @@ REPORT_NAME = "report.json"
 HEATMAP_NAME = "cv_heatmap.png"
 CURVE_NAME = "cv_curve.png"
 CURVE_ORDERS = (1, 3)  # BIF orders drawn in the CV-curve figure
-FINALS = ("auto", "kernel", "linear")
 # Up to this many samples the CV-curve figure of an rff search adds exact refit CV.
 RFF_EXACT_CURVE_LIMIT = 2000
 
@@ -70,58 +72,54 @@ def resolve_screen(screen, n_samples, method, checkpoint):
     return "halving" if n_samples >= HALVING_AUTO_FROM else "coarse"
 
 
-def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=None,
-               epsilon=None, granularity="adaptive", order="inf", gammas=None, degrees=None,
-               lams=None, gamma=None, coef0=1.0, huber_width=0.01, svr_epsilon=0.1,
-               fit_intercept=None, multiclass="ovo", confirm=3, recheck_degenerate=True,
-               seed=0, test=None,
-               out=None, plot=False, checkpoint=None, n_jobs=1, scheduler=None,
-               memory_budget=None, progress=None, Cs=None, features="auto", feature_map=None,
-               feature_loss=None, final="auto", refine="auto",
-               refine_evals=30, screen="off", scale="none", header="auto", argv=None,
-               save_model=None, target=None, max_features=MAX_FEATURES,
-               feature_time=TIME_BUDGET, final_kernel_limit=None, final_features=None,
-               stream=False) -> dict:
+def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=None,
+               Cs=None, kernel_params=None, method=None, folds=10, seed=0, screen="off",
+               safeguards=None, execution=None, outputs=None) -> dict:
     """Select the kernel parameter and lam of a machine on a data file; optionally test.
 
     Parameters
     ----------
-    data : training data file (svmlight, CSV or npz; see :mod:`kernelcv.datasets`).
-    test : optional test data file: the best candidate is refit on all training data and
-        its test error (0-1 or MSE) reported.
-    out : folder for ``report.json`` and, with ``plot``, ``cv_heatmap.png`` (CV error
-        over kernel parameter x lam) and ``cv_curve.png`` (CV error along the kernel
-        parameter at the best lam, for the search's method and exact refit CV).
-    fold_ids : file with one fold id per training sample (instead of ``folds``; the fold
-        ``seed`` is then reported as None, and with ``method="rff"`` ``seed`` seeds only
-        the feature draw, reported as ``feature_space.feature_seed``).
-    final : ``method="rff"`` with ``test``: the model whose test error is reported --
-        ``"kernel"`` (one exact fit at the chosen gamma and ``C = 1/(2 n lam)``: SVC for
-        svm, the kernelcv estimator otherwise; refused before the search when its dense
-        n x n matrices exceed the memory budget), ``"linear"`` (the linear model in
-        feature space, with ``final_features`` features, default twice the search's D) or
-        ``"auto"`` (kernel up to ``final_kernel_limit`` samples, default 100,000, and within
-        the memory budget; linear otherwise, with a note).
+    files : :class:`~kernelcv.reports.command_files.DataFiles` or a path
+        The training data file (svmlight, CSV or npz; see :mod:`kernelcv.datasets`) and
+        how to read it. ``test``: an optional test file: the best candidate is refit on
+        all training data and its test error (0-1 or MSE) reported. ``fold_ids``: a file
+        with one fold id per training sample (instead of ``folds``; the fold ``seed`` is
+        then reported as None, and with ``method="rff"`` ``seed`` seeds only the feature
+        draw, reported as ``feature_space.feature_seed``). ``scale``: feature scaling
+        fitted on the training data and applied to the test data
+        (:mod:`kernelcv.reports.scaling`; reported as ``scaling``). ``header``,
+        ``target``: a CSV file's layout (:func:`kernelcv.datasets.load_data`), for the
+        training and the test file. ``stream``: read the files in row chunks, never
+        whole (:mod:`kernelcv.reports.streamed`; ``method="rff"`` only).
+    machine, kernel, gammas, degrees, lams, Cs, kernel_params, folds, safeguards
+        As :func:`kernelcv.selection.search.grid_search`; ``machine`` a name or a machine
+        object. For more than two classes the report has a ``multiclass`` entry with the
+        confusion matrices and per-class errors of the choice (exact refit CV, and the
+        test data), and ``outputs.plot`` draws them (:mod:`kernelcv.reports.multiclass`).
+    method : as :func:`~kernelcv.selection.search.grid_search`. The final model of
+        ``rff`` with a test file or a saved model is its
+        :class:`~kernelcv.selection.FeatureSpace`'s ``final``: ``"kernel"`` (one exact
+        fit at the chosen gamma and ``C = 1/(2 n lam)``: SVC for svm, the kernelcv
+        estimator otherwise; refused before the search when its dense n x n matrices
+        exceed the memory budget), ``"linear"`` (the linear model in feature space, with
+        ``final_features`` features, default twice the search's D) or ``"auto"`` (kernel
+        up to ``final_kernel_limit`` samples, default 100,000, and within the memory
+        budget; linear otherwise, with a note).
+    seed : the fold seed (``random_state`` of ``grid_search``).
     screen : as in :func:`~kernelcv.selection.search.grid_search`, plus ``"auto"`` (see
         :func:`resolve_screen`); the report records the strategy used.
-    scale : ``"none"``, ``"standard"`` or ``"minmax"``: feature scaling fitted on the
-        training data and applied to the test data (:mod:`kernelcv.reports.scaling`);
-        reported as ``scaling``.
-    save_model : file to write the refit choice to, as :func:`kernelcv.load_model` reads
-        it (:mod:`kernelcv.machines.saved_model`; no pickle); with ``method="rff"`` the
-        final model (SVC as its kernel expansion, or the feature-space model).
-    stream : read the training (and test) file in row chunks, never whole
-        (:mod:`kernelcv.reports.streamed`; ``method="rff"`` only).
-    argv : the command line, recorded as the report's ``argv`` (None from Python); the
-        report's layout is :mod:`kernelcv.reports.schema` (``docs/report.schema.json``).
-    multiclass : ``"ovo"`` or ``"ovr"`` for more than two classes; the report then has a
-        ``multiclass`` entry with the confusion matrices and per-class errors of the
-        choice (exact refit CV, and the test data), and ``plot`` draws them
-        (:mod:`kernelcv.reports.multiclass`).
-    header : whether a CSV file's first row is a header (``"auto"``, ``"yes"``, ``"no"``;
-        :func:`kernelcv.datasets.load_data`), for the training and the test file;
-        ``target`` their target column (a header name or a number, 1 = first, -1 = last).
-    Other parameters: as :func:`kernelcv.selection.search.grid_search`.
+    execution : :class:`~kernelcv.selection.Execution` (its ``memory_budget`` also bounds
+        the test refit and the figures, its ``progress`` the figures' exact curve).
+    outputs : :class:`~kernelcv.reports.command_files.Outputs` or a folder path
+        ``out``: the folder for ``report.json`` and, with ``plot``, ``cv_heatmap.png``
+        (CV error over kernel parameter x lam) and ``cv_curve.png`` (CV error along the
+        kernel parameter at the best lam, for the search's method and exact refit CV);
+        ``save_model``: a file to write the refit choice to, as
+        :func:`kernelcv.load_model` reads it (:mod:`kernelcv.machines.saved_model`; no
+        pickle; with ``method="rff"`` the final model: SVC as its kernel expansion, or
+        the feature-space model); ``argv``: the command line, recorded as the report's
+        ``argv`` (None from Python). The report's layout is
+        :mod:`kernelcv.reports.schema` (``docs/report.schema.json``).
 
     Returns
     -------
@@ -132,28 +130,33 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         ``rechecked``, ``refined``, ``timings``, ``files`` and the search settings.
     """
     tic = time.perf_counter()
-    name = method_name(method)  # a name, None or a method object
-    if final not in FINALS:
-        raise KernelCVError(f"final must be one of {', '.join(FINALS)}, got {final!r}")
-    if final != "auto" and name != "rff":
-        raise KernelCVError("--final chooses the final model of --method rff")
-    if plot and out is None:
-        raise KernelCVError("--plot writes PNG files: give an output folder with --out DIR")
+    files = files if isinstance(files, DataFiles) else DataFiles(files)
+    outputs = outputs if isinstance(outputs, Outputs) else Outputs(out=outputs)
+    execution = Execution() if execution is None else execution
+    spec = machine if isinstance(machine, Machine) else make_machine(machine)
+    cv_method = make_method(method, spec.name, folds=folds)
+    name = cv_method.name
+    final = getattr(cv_method, "final", "auto")
+    data, test, stream = files.data, files.test, files.stream
+    header, target = files.header, files.target
+    out, plot, save_model = outputs.out, outputs.plot, outputs.save_model
+    memory_budget, checkpoint = execution.memory_budget, execution.checkpoint
     if out is not None:
         check_writable_folder(out, (REPORT_NAME, HEATMAP_NAME, CURVE_NAME) if plot
                               else (REPORT_NAME,))
-    outputs = {"--save-model": save_model, "--checkpoint": checkpoint}
+    written = {"--save-model": save_model, "--checkpoint": checkpoint}
     if out is not None:
-        outputs.update({f"--out {name}": os.path.join(os.fspath(out), name)
+        written.update({f"--out {name}": os.path.join(os.fspath(out), name)
                         for name in (REPORT_NAME, HEATMAP_NAME, CURVE_NAME)})
-    check_distinct_paths(outputs, {"DATA": data, "--test": test, "--fold-ids": fold_ids})
+    check_distinct_paths(written, {"DATA": data, "--test": test,
+                                   "--fold-ids": files.fold_ids})
     if save_model is not None:
         check_model_path(save_model)
     if plot:
         figure_class()  # fails now, with advice, if matplotlib is missing
     X_test = y_test = None
     if stream:
-        check_stream(name, scale, final, plot)
+        check_stream(name, files.scale, final, plot)
         X, X_test = open_streamed(data, test, header)
         y = X.labels()
     elif test is None:
@@ -165,42 +168,36 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
         # terms vanish), so the joint width is kept for every method.
         X, y, X_test, y_test = load_train_test(data, test, header, target)
         X_test = _match_features(X_test, X.shape[1], test)
-        y_test = _check_test_data(X_test, y_test, X, y, machine, huber_width, svr_epsilon,
-                                  fit_intercept, test)
-    scaling = fit_scaling(X, scale)
+        y_test = _check_test_data(X_test, y_test, X, y, spec, test)
+    scaling = fit_scaling(X, files.scale)
     X, X_test = apply_scaling(X, scaling), apply_scaling(X_test, scaling)
     fold_path = None
-    # The feature draw is seeded even when the folds come from a file (then --seed sets
+    # The feature draw is seeded even when the folds come from a file (then the seed sets
     # only the features).
-    feature_seed = (0 if seed is None else int(seed)) if name == "rff" else None
-    if fold_ids is not None:
-        fold_path = str(fold_ids)
-        folds = read_fold_ids(fold_ids, y.shape[0])
+    if name == FeatureSpace.name and cv_method.feature_seed is None:
+        cv_method = replace(cv_method, feature_seed=0 if seed is None else int(seed))
+    if files.fold_ids is not None:
+        fold_path = str(files.fold_ids)
+        folds = read_fold_ids(files.fold_ids, y.shape[0])
         seed = None
-    if name == "rff" and final == "kernel" and test is not None:
-        check_final_kernel(machine, y.shape[0], memory_budget)
-    auto = isinstance(folds, str) and folds == "auto"
-    screen = resolve_screen(screen, y.shape[0], name, checkpoint)
+    if name == FeatureSpace.name and final == "kernel" and test is not None:
+        check_final_kernel(spec.name, y.shape[0], memory_budget)
+    granularity = getattr(cv_method, "granularity", None)
+    screen = resolve_screen(screen.strategy if isinstance(screen, Screening) else screen,
+                            y.shape[0], name, checkpoint)
 
     result = grid_search(
-        X, y, machine, kernel=kernel, gammas=gammas, degrees=degrees, lams=lams, gamma=gamma,
-        coef0=coef0, huber_width=huber_width, svr_epsilon=svr_epsilon,
-        fit_intercept=fit_intercept, multiclass=multiclass, method=method, folds=folds,
-        order=order,
-        epsilon=epsilon, granularity=granularity, confirm=confirm,
-        recheck_degenerate=recheck_degenerate, random_state=seed, n_jobs=n_jobs,
-        scheduler=scheduler, checkpoint=checkpoint, progress=progress,
-        memory_budget=memory_budget, Cs=Cs, features=features, feature_map=feature_map,
-        feature_loss=feature_loss, feature_seed=feature_seed,
-        refine=refine_for_final(refine, final), refine_evals=refine_evals, screen=screen,
-        max_features=max_features, feature_time=feature_time)
-    report = annotate(result.to_dict(), argv)
+        X, y, spec, kernel=kernel, gammas=gammas, degrees=degrees, lams=lams, Cs=Cs,
+        kernel_params=kernel_params, method=cv_method, folds=folds, random_state=seed,
+        screen=screen, safeguards=safeguards, execution=execution)
+    report = annotate(result.to_dict(), outputs.argv)
     report.update({"fit_intercept": result.machine_spec.fit_intercept, "screen": screen,
                    "scaling": scaling_entry(scaling),
                    "data": str(data),
                    "test": None if test is None else str(test),
-                   "fold_ids": fold_path, "seed": seed, "epsilon": epsilon,
-                   "granularity": granularity if auto else None})
+                   "fold_ids": fold_path, "seed": seed,
+                   "epsilon": None if granularity is None else granularity.epsilon,
+                   "granularity": None if granularity is None else granularity.rule})
 
     report["test_error"] = None
     test_predicted = final_model = None
@@ -210,8 +207,8 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
     if name == "rff" and (test is not None or save_model is not None):
         final_tic = time.perf_counter()
         final_model, kind, notes = fit_final(X, y, result, final, memory_budget,
-                                             kernel_limit=final_kernel_limit,
-                                             final_features=final_features)
+                                             kernel_limit=cv_method.final_kernel_limit,
+                                             final_features=cv_method.final_features)
         report["timings"]["final_seconds"] = time.perf_counter() - final_tic
         report["final_model"] = kind
         if kind == "linear":
@@ -250,17 +247,17 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                                    f"refit CV of the choice) was not computed: {skip}")
         report["timings"]["multiclass_seconds"] = time.perf_counter() - multi_tic
 
-    outputs: dict[str, bytes] = {}
+    figures: dict[str, bytes] = {}
     if plot and report["none_finite"]:
         report["notes"].append("--plot: every CV error is infinite or NaN; no figures "
                                "drawn (they would be empty)")
     elif plot:
         plot_tic = time.perf_counter()
-        outputs.update(_figures(result, X, y, memory_budget, progress))
+        figures.update(_figures(result, X, y, memory_budget, execution.progress))
         if report["multiclass"] is not None:
-            outputs.update(confusion_figures(report["multiclass"]))
+            figures.update(confusion_figures(report["multiclass"]))
         report["timings"]["plot_seconds"] = time.perf_counter() - plot_tic
-        if not outputs:
+        if not figures:
             report["notes"].append(f"--plot: the {kernel} kernel has no parameter to plot "
                                    "against; no figures written")
     report["saved_model"] = None
@@ -277,11 +274,11 @@ def run_select(data, *, machine, kernel="rbf", method=None, folds=10, fold_ids=N
                                                 calibration=calibration)
     report["timings"]["total_seconds"] = time.perf_counter() - tic
     if out is not None:
-        names = [*outputs, REPORT_NAME]
+        names = [*figures, REPORT_NAME]
         report["files"] = [os.path.join(os.fspath(out), name) for name in names]
-        outputs[REPORT_NAME] = (json.dumps(jsonable(report), indent=2, allow_nan=False)
+        figures[REPORT_NAME] = (json.dumps(jsonable(report), indent=2, allow_nan=False)
                                 + "\n").encode()
-        write_all(out, outputs)
+        write_all(out, figures)
     else:
         report["files"] = []
     return report
@@ -309,14 +306,11 @@ def _match_features(X_test, n_features, path):
         f"{path}: test data has {d} features but the training data has {n_features}")
 
 
-def _check_test_data(X_test, y_test, X, y, machine, huber_width, svr_epsilon,
-                     fit_intercept, path):
+def _check_test_data(X_test, y_test, X, y, spec, path):
     """Check the test data before the search: finite values and known labels.
 
     Returns the test targets as float64 for a regression machine, unchanged otherwise.
     """
-    spec = make_machine(machine, huber_width=huber_width, epsilon=svr_epsilon,
-                        fit_intercept=fit_intercept)
     values = X_test.data if sp.issparse(X_test) else np.asarray(X_test)
     if not np.all(np.isfinite(values)):
         raise KernelCVError(f"{path}: the test data contain NaN or infinite values")

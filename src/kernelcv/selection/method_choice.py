@@ -60,9 +60,10 @@ def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
             raise KernelCVError(
                 f"method is the object {method!r}: give its options inside it (e.g. "
                 "BIF(order=5)), not as order/epsilon/tol/features/... arguments")
-        if isinstance(folds, str):
-            raise KernelCVError("folds='auto' builds its own BIF method; give a method "
-                                "object a number of folds or fold ids")
+        if isinstance(folds, str) and getattr(method, "granularity", None) is None:
+            raise KernelCVError("folds='auto' is granularity selection: give method="
+                                "BIF(granularity=GranularityRule(epsilon)), or a number of "
+                                "folds or fold ids")
         return method
     method = default_method(machine) if method is None else method
     if not isinstance(method, str) or method not in METHOD_CLASSES:

@@ -192,6 +192,30 @@ class CVMethod:
                 records[position] = record
         return records
 
+    def evaluate_lams(self, K, y, fold_ids, lams, machine: Machine) -> list:
+        """The held-out predictions of every lam on one Gram matrix, in the order of
+        ``lams``: one :class:`~kernelcv.criteria.evaluate.Evaluation` each (a
+        :class:`~kernelcv.criteria.multiclass.MulticlassCV` evaluation, with
+        ``decisions``, for more than two classes). ``cross_validate`` runs this.
+
+        Lam from the largest down, each full fit started from the previous one; the
+        work shared by the lam values (closed form: the eigenbasis) is done once.
+        """
+        state = (self._multiclass_state(K, y, fold_ids, machine) if machine.is_multiclass
+                 else self._setting_state(K, fold_ids, machine))
+        evaluations: list = [None] * len(lams)
+        previous = None
+        for position in np.argsort(lams)[::-1]:
+            ev = self._evaluate(K, y, fold_ids, float(lams[position]), machine, state,
+                                previous, **self._lam_options())
+            previous = ev.fit if ev.fit is not None else previous
+            evaluations[position] = ev
+        return evaluations
+
+    def _lam_options(self) -> dict:
+        """The criterion's options of one lam (BIF: its order and tolerance)."""
+        return {}
+
     def _setting_state(self, K, fold_ids, machine):
         """Work shared by the lam values of one setting (closed form: the eigenbasis).
 
@@ -365,6 +389,12 @@ class BIF(CVMethod):
         if self.granularity is None:
             return super()._multiclass_state(K, y, fold_ids, machine)
         return {**self._setting_state(K, fold_ids, machine), "multiclass": {}}
+
+    def _lam_options(self):
+        if self.granularity is not None:
+            raise KernelCVError("granularity selection chooses t and r per lam in a grid "
+                                "search; give cross_validate a BIF order")
+        return {"order": self.order, "tol": self.tol}
 
     def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
         if self.granularity is None:

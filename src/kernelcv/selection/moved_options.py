@@ -94,12 +94,13 @@ def _spelling(groups: dict) -> str:
 
 
 def split_moved(owner: str, options: dict, *, machine_epsilon: bool = False,
-                passthrough: tuple = ()) -> MovedOptions:
+                passthrough: tuple = (), stacklevel: int = 3) -> MovedOptions:
     """Sort a call's old flat options by the object that holds them now.
 
     ``owner`` names the front door in the messages; ``machine_epsilon``: ``epsilon`` is
     the SVR's tube (``cross_validate``), not the granularity tolerance (the searches);
-    ``passthrough``: old names the caller still handles itself (returned in ``other``).
+    ``passthrough``: old names the caller still handles itself (returned in ``other``);
+    ``stacklevel``: the warning's, as :func:`warnings.warn` takes it from here.
     One ``FutureWarning`` lists the new spelling; an unknown name is a ``TypeError``, as
     Python's own for a wrong keyword.
     """
@@ -119,7 +120,8 @@ def split_moved(owner: str, options: dict, *, machine_epsilon: bool = False,
         names = ", ".join(sorted(n for n in options if n not in passthrough))
         warnings.warn(
             f"{owner}({names}): these options moved into objects in kernelcv 0.2 and the "
-            f"flat names go in 0.3; write {_spelling(groups)}", FutureWarning, stacklevel=3)
+            f"flat names go in 0.3; write {_spelling(groups)}", FutureWarning,
+            stacklevel=stacklevel)
     return moved
 
 

@@ -56,6 +56,22 @@ def kernel_settings(kernel, gammas=None, degrees=None, *, gamma=None, degree=3, 
     return [{"kernel": "linear"}], None
 
 
+#: The kernel parameters a search keeps fixed, as ``kernel_params`` holds them.
+KERNEL_PARAMS = ("gamma", "degree", "coef0")
+
+
+def check_kernel_params(kernel_params) -> dict:
+    """``kernel_params`` (None or a dict with ``gamma``, ``degree``, ``coef0``) as a dict."""
+    if kernel_params is None:
+        return {}
+    if not isinstance(kernel_params, dict):
+        raise KernelCVError(f"kernel_params must be a dict, got {kernel_params!r}")
+    unknown = sorted(set(kernel_params) - set(KERNEL_PARAMS))
+    if unknown:
+        raise KernelCVError(f"kernel_params takes {', '.join(KERNEL_PARAMS)}, not "
+                            f"{', '.join(map(str, unknown))}")
+    return dict(kernel_params)
+
 @dataclass(frozen=True)
 class SearchSpace:
     """The candidates: kernel settings, each with its lam values.

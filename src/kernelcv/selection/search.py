@@ -28,12 +28,19 @@ from ..validation import check_data, make_folds
 from .baseline import baseline_note
 from .checkpoint import Checkpoint, fingerprint
 from .edges import edge_note, grid_edges
-from .feature_growth import MAX_FEATURES, TIME_BUDGET
 from .method_choice import METHODS, default_method, make_method
 from .methods import CVMethod
-from .options import AVERAGES, Execution, Safeguards, SearchSpace, kernel_settings
+from .moved_options import split_moved
+from .options import (
+    AVERAGES,
+    Execution,
+    Safeguards,
+    SearchSpace,
+    check_kernel_params,
+    kernel_settings,
+)
 from .record_checks import BIF_FLAGS
-from .refine import REFINE_MAX_EVALS, refine_search
+from .refine import refine_search
 from .resume_check import recompute_resumed_choice
 from .safeguards import (
     APPROXIMATE,
@@ -310,97 +317,66 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
 
 
 def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None, lams=None,
-                gamma=None, degree=3, coef0=1.0, huber_width=0.01, svr_epsilon=0.1,
-                fit_intercept=None, multiclass="ovo", method=None, folds=10, order="inf",
-                epsilon=None, granularity="adaptive", confirm=3, recheck_degenerate=True,
-                average="pooled", random_state=0, tol=1e-6, n_jobs=1, backend="auto",
-                scheduler=None, checkpoint=None, progress=None, memory_budget=None,
-                settings=None, setting_lams=None, Cs=None, features="auto", feature_map=None,
-                feature_loss=None, feature_seed=None, refine="auto",
-                refine_evals=REFINE_MAX_EVALS, screen="off", max_features=MAX_FEATURES,
-                feature_time=TIME_BUDGET) -> SearchResult:
+                Cs=None, kernel_params=None, method=None, folds=10, random_state=0,
+                screen="off", safeguards=None, execution=None, **moved) -> SearchResult:
     """Choose the kernel parameter and lam of a kernel machine by (approximate) CV.
 
-    The flat keyword interface: it builds the machine, the method object, the search
-    space and the option groups and calls :func:`run_search`.
+    The keyword front door of :func:`run_search`: the grid is given flat, the machine, the
+    method and the option groups as names or objects.
 
     Parameters
     ----------
-    X, y : training data (dense or sparse X; two classes for classifiers).
-    machine : {"krr", "lssvm", "l2svm", "svm", "svr"}.
+    X, y : training data (dense or sparse X; labels of any type for classifiers).
+    machine : {"krr", "lssvm", "l2svm", "svm", "svr"} or a machine from
+        :func:`kernelcv.make_machine` (``make_machine("svm", huber_width=0.05,
+        fit_intercept=False, multiclass="ovr")``); a name gets the machine's defaults
+        (an intercept for lssvm, l2svm, svm and svr; one-vs-one for more than two
+        classes, cross-validated on the same folds, the multiclass 0-1 error ranking:
+        :mod:`kernelcv.criteria.multiclass`).
     kernel : {"rbf", "laplace", "poly", "linear"}.
     gammas, degrees, lams : grids. ``gammas`` (rbf/laplace): values, ``"data"`` (None,
         the default: the papers' lattice between the ends derived from the data's
         distances, :mod:`kernelcv.selection.gamma_range`) or ``"paper"`` (the method's
-        fixed grid, :mod:`kernelcv.selection.grids`); lam's default ``2^i / n``, i =
-        -3..11.
-    gamma, degree, coef0 : fixed kernel parameters not searched (poly's gamma and coef0).
-    huber_width, svr_epsilon, fit_intercept : machine options (see :func:`make_machine`);
-        ``fit_intercept`` None fits an intercept for lssvm, l2svm, svm and svr (krr is
-        bias-free), False gives the papers' bias-free machines.
-    multiclass : {"ovo", "ovr"}: classifiers with more than two classes are
-        cross-validated as one machine per pair of classes (default) or per class
-        against the rest, on the same folds; the CV error is the multiclass 0-1 error of the
-        combined held-out predictions (:mod:`kernelcv.criteria.multiclass`; for
-        ``method="rff"`` the same in feature space,
-        :mod:`kernelcv.criteria.feature_multiclass`). ``gacv`` is binary only.
-    method : {"exact", "closed-form", "bif", "gacv", "rff", "spectral"} or a method
-        object (e.g. ``BIF(order=8)``, ``Spectral(tol=1e-12)``, ``FeatureSpace(...)``;
-        its options travel inside it, and the flat method options must keep their
-        defaults); default closed-form for krr/lssvm, bif otherwise. ``gacv`` (svm
-        only) ranks by Wahba's GACV, not by CV. ``spectral`` (any machine): exact
-        t-fold CV of every lam of a kernel setting from one eigendecomposition of its
-        Gram matrix (:mod:`kernelcv.criteria.spectral`).
-        ``rff`` (rbf kernel; svm, l2svm, krr, lssvm): exact t-fold CV of a linear machine
-        on D random features (Feng & Liao), O(n D) memory and time linear in n, then
-        (``refine``) a walk on the grid by exact refit CV of the final kernel machine; the
-        default grids are then the paper's, gamma = 2^-15, 2^-13..2^9 and
-        C = 2^-5, 2^-3..2^15.
-    folds : int t, array of fold ids, or ``"auto"`` (granularity selection, bif only:
-        t and r per lam from the tolerated error ``epsilon``).
-    order : BIF order (int, ``"inf"`` or ``"auto"``); ignored with ``folds="auto"``.
-    epsilon : tolerated approximation error for ``folds="auto"`` (> huber_width / 2).
-    granularity : {"adaptive", "bound"}: with ``folds="auto"``, choose r from the observed
-        series terms (default) or from the paper's bound; both choices are reported.
-    confirm : how many of the best candidates of an approximate search to confirm by exact
-        refit CV at least (0 switches the confirmation off); more are confirmed while the
-        next approximate score beats the best exact error so far (at most 5x).
-    recheck_degenerate : re-evaluate degenerate candidates of approximate methods exactly.
-    average : {"pooled", "folds"}: the CV error is the error over all held-out points, or
-        the unweighted mean of per-fold errors (scikit-learn's ``GridSearchCV`` convention).
-    random_state : seed of the fold assignment.
-    tol : BIF ``order="auto"`` tolerance (relative to ``max|F|``).
-    n_jobs, backend, scheduler : parallel execution (see :func:`run_tasks`); the unit of
-        work is one kernel setting.
-    checkpoint : path of a JSON Lines file recording finished settings; a rerun resumes.
-    progress : callable ``progress(stage, done, total)``.
-    memory_budget : bytes or e.g. ``"8G"`` (see :mod:`kernelcv.memory`).
-    settings, setting_lams : internal: explicit kernel settings (list of dicts) and one lam
-        list per setting, used by :class:`KernelSearchCV`.
+        fixed grid, :mod:`kernelcv.selection.grids`); ``degrees`` (poly, default 1..8);
+        lam's default ``2^i / n``, i = -3..11.
     Cs : instead of ``lams``, SVC-style values C; ``lam = 1 / (2 n C)`` (divide
         ``0.5||w||^2 + C sum loss`` by ``n C`` to get the mean-loss form).
-    features, feature_map, feature_loss, max_features, feature_time : ``rff`` only: D or
-        ``"auto"`` (:mod:`~kernelcv.selection.feature_growth`: nystroem, square); a fixed D:
-        rff, ``"squared_hinge"`` (svm/l2svm) or ``"square"``; ``"hinge"`` = LIBLINEAR's.
-        The feature-space model has a free intercept exactly when the machine has one
-        (none for krr; svm needs one: its refits and final fit are SVC's).
-    feature_seed : ``rff`` only: seed of the feature draw (default: ``random_state`` when
-        that is an integer, else 0), so the search is reproducible even with given fold
-        ids; it is reported and part of the checkpoint fingerprint.
-    refine, refine_evals : ``rff`` only: check the feature-space choice by exact refit CV
-        of the final kernel machine (SVC for svm) -- walk from one step along the gamma C
-        ridge from it to the best of its 4 grid neighbours until none is better, at most
-        ``refine_evals`` (default 30) refit CVs (:mod:`kernelcv.selection.refine`; with
-        ``n_jobs`` > 1 the folds of each SVC refit CV run in that many threads).
-        ``"auto"`` (default) refines up to 5,000 samples; True always (kernelcv machines:
-        refused when the dense refits exceed the memory budget); False never. The visited
-        candidates get status ``refined`` and an ``exact_error``, or ``pruned`` (stopped
-        early, ``exact_error_at_least``); the choice is the best of them by exact error.
-    screen : {"off", "coarse", "halving"}: evaluate every candidate, or walk coarse to
-        fine (every third setting at 3 lam values first, then the neighbourhoods of the 3 best
-        points until they are local minima), or start that walk from the 3 best points of
-        the whole grid ranked on an n/4 subsample (:mod:`kernelcv.selection.screening`).
-        Not with ``checkpoint`` or ``method="rff"``.
+    kernel_params : dict of the kernel parameters not searched: poly's ``gamma``
+        (default 1) and ``coef0`` (default 1), ``degree`` of a single poly setting.
+    method : {"exact", "closed-form", "bif", "gacv", "rff", "spectral"} or a method
+        object whose options travel inside it: :class:`~kernelcv.selection.ExactRefit`,
+        :class:`~kernelcv.selection.ClosedForm`, :class:`~kernelcv.selection.BIF`
+        (``order``, ``tol``, ``granularity``), :class:`~kernelcv.selection.GACV`,
+        :class:`~kernelcv.selection.FeatureSpace` (the random-feature options, the
+        refinement and the final model), :class:`~kernelcv.selection.Spectral`.
+        Default closed-form for krr/lssvm, bif otherwise. ``gacv`` (svm only) ranks by
+        Wahba's GACV, not by CV. ``spectral`` (any machine): exact t-fold CV of every
+        lam of a kernel setting from one eigendecomposition of its Gram matrix
+        (:mod:`kernelcv.criteria.spectral`). ``rff`` (rbf kernel; svm, l2svm, krr,
+        lssvm): exact t-fold CV of a linear machine on D random features (Feng & Liao),
+        O(n D) memory and time linear in n, then a walk on the grid by exact refit CV of
+        the final kernel machine; the default grids are then the paper's.
+    folds : int t, array of fold ids, or ``"auto"`` with ``method=BIF(granularity=
+        GranularityRule(epsilon))`` (granularity selection: t and r per lam from the
+        tolerated error epsilon).
+    random_state : seed of the fold assignment (and of the feature draw of ``rff``
+        unless its object fixes ``feature_seed``).
+    screen : {"off", "coarse", "halving"} or a :class:`~kernelcv.selection.Screening`:
+        evaluate every candidate, or walk coarse to fine (every third setting at 3 lam
+        values first, then the neighbourhoods of the 3 best points until they are local
+        minima), or start that walk from the 3 best points of the whole grid ranked on an
+        n/4 subsample (:mod:`kernelcv.selection.screening`). Not with a checkpoint or
+        ``rff``.
+    safeguards : :class:`~kernelcv.selection.Safeguards` (``confirm``: the best
+        candidates of an approximate search confirmed by exact refit CV, default 3;
+        ``recheck_degenerate``).
+    execution : :class:`~kernelcv.selection.Execution` (``n_jobs``, ``backend``,
+        ``scheduler``: parallel execution, one task per kernel setting; ``checkpoint``:
+        a JSON Lines file of finished settings, a rerun resumes; ``progress``:
+        ``progress(stage, done, total)``; ``memory_budget``: bytes or e.g. ``"8G"``).
+    **moved : the flat options of kernelcv 0.1 (``order=``, ``n_jobs=``,
+        ``huber_width=``, ...), still taken with a ``FutureWarning`` that shows the new
+        spelling (:mod:`kernelcv.selection.moved_options`).
 
     Returns
     -------
@@ -413,27 +389,40 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     (about 1.2 fits at r = 5); exact t fits per lam. Confirmations add ``confirm`` exact
     CVs, an rff refinement one exact CV per visited point.
     """
-    machine_spec = make_machine(machine, huber_width=huber_width, epsilon=svr_epsilon,
-                                fit_intercept=fit_intercept, multiclass=multiclass)
-    cv_method = make_method(method, machine, folds=folds, order=order, epsilon=epsilon,
-                            granularity=granularity, tol=tol, features=features,
-                            feature_map=feature_map, feature_loss=feature_loss,
-                            feature_seed=feature_seed, refine=refine,
-                            refine_evals=refine_evals, max_features=max_features,
-                            feature_time=feature_time)
-    cv_method.bind(machine_spec, kernel, random_state)  # machine/kernel errors first
+    old = split_moved("grid_search", moved, passthrough=("average",))
+    machine_spec = _machine_of(machine, old.machine)
+    cv_method = make_method(method, machine_spec.name, folds=folds, **old.method)
+    average = old.other.get("average", "pooled")
     if average not in AVERAGES:
         raise KernelCVError(f"average must be 'pooled' or 'folds', got {average!r}")
-    guards = Safeguards(confirm=confirm, recheck_degenerate=recheck_degenerate)
-    screening = Screening(strategy=screen)
-    execution = Execution(n_jobs=n_jobs, backend=backend, scheduler=scheduler,
-                          checkpoint=checkpoint, progress=progress,
-                          memory_budget=memory_budget)
-    if settings is None:
-        space = SearchSpace.grid(kernel, gammas, degrees, lams, gamma=gamma, degree=degree,
-                                 coef0=coef0, Cs=Cs)
-    else:
-        space = SearchSpace.explicit(kernel, settings, setting_lams)
+    guards = _group_of("safeguards", safeguards, Safeguards, old.safeguards)
+    execution = _group_of("execution", execution, Execution, old.execution)
+    screening = screen if isinstance(screen, Screening) else Screening(strategy=screen)
+    params = {**check_kernel_params(kernel_params), **old.kernel_params}
+    cv_method.bind(machine_spec, kernel, random_state)  # machine/kernel errors first
+    space = SearchSpace.grid(kernel, gammas, degrees, lams, Cs=Cs, **params)
     return run_search(X, y, machine_spec, cv_method, space,
                       folds=folds, random_state=random_state, average=average, safeguards=guards,
                       execution=execution, screening=screening)
+
+
+def _machine_of(machine, options: dict) -> Machine:
+    """A machine object from a name and its 0.1 flat options, or the object given."""
+    if isinstance(machine, Machine):
+        if options:
+            raise KernelCVError(f"machine is the object {machine.name!r}: give its options "
+                                f"({', '.join(options)}) to make_machine")
+        return machine
+    return make_machine(machine, **options)
+
+
+def _group_of(name: str, given, cls, options: dict):
+    """An option group: the object given, or one built from the 0.1 flat options."""
+    if given is None:
+        return cls(**options)
+    if not isinstance(given, cls):
+        raise KernelCVError(f"{name} must be a {cls.__name__} object, got {given!r}")
+    if options:
+        raise KernelCVError(f"{name} is given as an object: put {', '.join(options)} "
+                            "inside it")
+    return given

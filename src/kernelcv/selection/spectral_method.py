@@ -54,6 +54,11 @@ class Spectral(CVMethod):
     def config_entries(self, machine):
         return {**super().config_entries(machine), "tol": self.tol}
 
+    def evaluate_lams(self, K, y, fold_ids, lams, machine):
+        """Every lam at once, from one eigendecomposition of K."""
+        return spectral_evaluations(K, y, fold_ids, lams, machine, tol=self.tol,
+                                    max_steps=self.max_steps, huber=self.huber)
+
     def evaluate_setting(self, data, y, fold_ids, setting: dict, lams, *, machine,
                          random_state=None, memory_budget=None,
                          warm_starts: WarmStarts | None = None) -> list[dict]:
@@ -62,8 +67,7 @@ class Spectral(CVMethod):
             tic = time.perf_counter()
             K = gram_for_setting(data, setting, memory_budget)
             setup = (time.perf_counter() - tic) / len(lams)
-            evaluations = spectral_evaluations(K, y, fold_ids, lams, machine, tol=self.tol,
-                                               max_steps=self.max_steps, huber=self.huber)
+            evaluations = self.evaluate_lams(K, y, fold_ids, lams, machine)
         records = []
         for lam, ev in zip(lams, evaluations, strict=True):
             record = cv_record(ev, float(lam), fold_ids, y, self.scoring)
