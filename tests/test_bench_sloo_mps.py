@@ -18,7 +18,9 @@ from sklearn.datasets import dump_svmlight_file, load_wine
 from sklearn.svm import SVC
 
 from kernelcv import cli
+from kernelcv.estimators import SmoothLOOTuning
 from kernelcv.experiments import bench, sloo_mps
+from kernelcv.reports.command_files import DataFiles
 from kernelcv.reports.tune import run_tune
 
 TINY = sloo_mps.SlooMode("quick", ("wine", "iris", "glass"), 1, 3, svc_gammas=(0.25, 1.0),
@@ -134,8 +136,9 @@ def test_bench_table_matches_kernelcv_tune_writes_outputs_and_resumes(tmp_path, 
     assert all("file not found" in s["reason"] for s in report["skipped"])
     # the protocol of `kernelcv tune --no-intercept`: the same cv_error, folds and weights
     for scheme, kernels in sloo_mps.SCHEMES.items():
-        tuned = run_tune(folder / "libsvm" / "wine.scale.svm", kernels=kernels,
-                         fit_intercept=False, n_restarts=1, max_iter=3, seed=0, folds=10)
+        tuned = run_tune(DataFiles(folder / "libsvm" / "wine.scale.svm"),
+                         SmoothLOOTuning(kernels=kernels, n_restarts=1, max_iter=3),
+                         fit_intercept=False, seed=0, folds=10)
         ours = row["schemes"][scheme]
         assert ours["cv_error"] == tuned["cv_error"], scheme
         assert ours["fold_errors"] == tuned["fold_errors"]
@@ -215,6 +218,7 @@ def test_shared_sets_load_with_the_papers_sizes_and_wine_matches_tune():
     X, y = sloo_mps.load_sloo_set(*found[:2])
     fold_ids, _ = sloo_mps.make_sloo_folds(y, 0)
     ours = sloo_mps.run_scheme(X, y, "laplace", fold_ids, TINY, seed=0)
-    tuned = run_tune(found[0], kernels=("laplace",), fit_intercept=False, n_restarts=1,
-                     max_iter=3, seed=0, folds=10)
+    tuned = run_tune(DataFiles(found[0]),
+                     SmoothLOOTuning(kernels=("laplace",), n_restarts=1, max_iter=3),
+                     fit_intercept=False, seed=0, folds=10)
     assert ours["cv_error"] == tuned["cv_error"]
