@@ -19,7 +19,7 @@ from sklearn.svm import SVC
 
 from kernelcv import cli
 from kernelcv.estimators import SmoothLOOTuning
-from kernelcv.experiments import bench, sloo_mps
+from kernelcv.experiments import BenchFiles, BenchPlan, bench, sloo_mps
 from kernelcv.reports.command_files import DataFiles
 from kernelcv.reports.tune import run_tune
 
@@ -126,7 +126,8 @@ def _data_folder(tmp_path):
 
 def test_bench_table_matches_kernelcv_tune_writes_outputs_and_resumes(tmp_path, monkeypatch):
     folder, out = _data_folder(tmp_path), tmp_path / "out"
-    report = bench.run_bench(mode="quick", tables_=["sloo-mps"], data_dir=folder, out=out)
+    plan, files = BenchPlan(tables=["sloo-mps"]), BenchFiles(data_dir=folder, out=out)
+    report = bench.run_bench(plan, files)
     section = report["sloo_mps"]
     assert report["tables"] == [] and [r["set"] for r in section["rows"]] == ["wine"]
     row = section["rows"][0]
@@ -160,7 +161,7 @@ def test_bench_table_matches_kernelcv_tune_writes_outputs_and_resumes(tmp_path, 
         raise AssertionError("sloo-mps set recomputed despite the checkpoint")
 
     monkeypatch.setattr(sloo_mps, "run_sloo_set", refuse)
-    again = bench.run_bench(mode="quick", tables_=["sloo-mps"], data_dir=folder, out=out)
+    again = bench.run_bench(plan, files)
     assert again["sloo_mps"]["rows"][0]["schemes"] == json.loads(
         (out / "results.json").read_text())["sloo_mps"]["rows"][0]["schemes"]
 
