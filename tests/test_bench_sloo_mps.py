@@ -18,7 +18,9 @@ from sklearn.datasets import dump_svmlight_file, load_wine
 from sklearn.svm import SVC
 
 from kernelcv import cli
-from kernelcv.experiments import bench, sloo_mps
+from kernelcv.estimators import SmoothLOOTuning
+from kernelcv.experiments import BenchFiles, BenchPlan, bench, sloo_mps
+from kernelcv.reports.command_files import DataFiles
 from kernelcv.reports.tune import run_tune
 
 TINY = sloo_mps.SlooMode("quick", ("wine", "iris", "glass"), 1, 3, svc_gammas=(0.25, 1.0),
@@ -124,7 +126,8 @@ def _data_folder(tmp_path):
 
 def test_bench_table_matches_kernelcv_tune_writes_outputs_and_resumes(tmp_path, monkeypatch):
     folder, out = _data_folder(tmp_path), tmp_path / "out"
-    report = bench.run_bench(mode="quick", tables_=["sloo-mps"], data_dir=folder, out=out)
+    plan, files = BenchPlan(tables=["sloo-mps"]), BenchFiles(data_dir=folder, out=out)
+    report = bench.run_bench(plan, files)
     section = report["sloo_mps"]
     assert report["tables"] == [] and [r["set"] for r in section["rows"]] == ["wine"]
     row = section["rows"][0]
@@ -134,8 +137,9 @@ def test_bench_table_matches_kernelcv_tune_writes_outputs_and_resumes(tmp_path, 
     assert all("file not found" in s["reason"] for s in report["skipped"])
     # the protocol of `kernelcv tune --no-intercept`: the same cv_error, folds and weights
     for scheme, kernels in sloo_mps.SCHEMES.items():
-        tuned = run_tune(folder / "libsvm" / "wine.scale.svm", kernels=kernels,
-                         fit_intercept=False, n_restarts=1, max_iter=3, seed=0, folds=10)
+        tuned = run_tune(DataFiles(folder / "libsvm" / "wine.scale.svm"),
+                         SmoothLOOTuning(kernels=kernels, n_restarts=1, max_iter=3),
+                         fit_intercept=False, seed=0, folds=10)
         ours = row["schemes"][scheme]
         assert ours["cv_error"] == tuned["cv_error"], scheme
         assert ours["fold_errors"] == tuned["fold_errors"]
@@ -157,7 +161,7 @@ def test_bench_table_matches_kernelcv_tune_writes_outputs_and_resumes(tmp_path, 
         raise AssertionError("sloo-mps set recomputed despite the checkpoint")
 
     monkeypatch.setattr(sloo_mps, "run_sloo_set", refuse)
-    again = bench.run_bench(mode="quick", tables_=["sloo-mps"], data_dir=folder, out=out)
+    again = bench.run_bench(plan, files)
     assert again["sloo_mps"]["rows"][0]["schemes"] == json.loads(
         (out / "results.json").read_text())["sloo_mps"]["rows"][0]["schemes"]
 
@@ -215,6 +219,7 @@ def test_shared_sets_load_with_the_papers_sizes_and_wine_matches_tune():
     X, y = sloo_mps.load_sloo_set(*found[:2])
     fold_ids, _ = sloo_mps.make_sloo_folds(y, 0)
     ours = sloo_mps.run_scheme(X, y, "laplace", fold_ids, TINY, seed=0)
-    tuned = run_tune(found[0], kernels=("laplace",), fit_intercept=False, n_restarts=1,
-                     max_iter=3, seed=0, folds=10)
+    tuned = run_tune(DataFiles(found[0]),
+                     SmoothLOOTuning(kernels=("laplace",), n_restarts=1, max_iter=3),
+                     fit_intercept=False, seed=0, folds=10)
     assert ours["cv_error"] == tuned["cv_error"]

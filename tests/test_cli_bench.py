@@ -7,7 +7,8 @@ import pytest
 from sklearn.datasets import dump_svmlight_file
 
 from kernelcv import cli
-from kernelcv.experiments import bench, suites
+from kernelcv.exceptions import KernelCVError
+from kernelcv.experiments import BenchFiles, BenchPlan, bench, suites
 
 
 @pytest.fixture
@@ -105,6 +106,41 @@ def test_unknown_names_are_refused_before_any_work(data_dir, tmp_path, capsys, o
 def test_bad_numbers_are_usage_errors(data_dir, tmp_path, capsys):
     assert _bench("--data-dir", str(data_dir), "--splits", "1") == 2
     assert "at least 2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(mode="medium"), "unknown mode 'medium'; choose one of quick, full"),
+    (dict(splits=1), "--splits must be an integer >= 2"),
+    (dict(splits=3.0), "--splits must be an integer >= 2"),
+    (dict(max_train=5), "--max-train must be an integer >= 10, got 5"),
+    (dict(sets=["heart", "mnist"]), "unknown data set(s) 'mnist'"),
+    (dict(tables=[]), "no table(s) given"),
+    (dict(protocol="mine"), "unknown protocol 'mine'"),
+    (dict(sets=["heart"], tables=["krr"]), "no selected table applies"),
+    (dict(confirm=-1), "--confirm must be an integer >= 0, got -1"),
+    (dict(seed=1.5), "--seed must be an integer, got 1.5"),
+    (dict(t_threshold=0.0), "--t-threshold must be a number > 0"),
+    (dict(t_threshold=float("nan")), "--t-threshold must be a number > 0"),
+])
+def test_bench_plan_refuses_bad_values(kwargs, message):
+    with pytest.raises(KernelCVError) as caught:
+        BenchPlan(**kwargs)
+    assert message in str(caught.value)
+
+
+def test_bench_objects_keep_checked_names_and_refuse_bad_files(tmp_path):
+    plan = BenchPlan(sets=["heart", "heart", "pyrim"], tables=("krr",))
+    assert plan.sets == ("heart", "pyrim") and plan.tables == ("krr",)
+    assert (plan.n_splits, plan.train_limit) == (2, 200)  # the (tiny) quick mode's
+    assert BenchPlan().set_names == ["heart", "pyrim"] and BenchPlan().tables is None
+    for kwargs, message in ((dict(out=None), "out must be a folder path"),
+                            (dict(data_dir=3), "data_dir must be a folder path, got 3"),
+                            (dict(figures="no"), "figures must be True or False")):
+        with pytest.raises(KernelCVError, match=message):
+            BenchFiles(**kwargs)
+    with pytest.raises(KernelCVError, match="run_bench takes a BenchPlan, got dict"):
+        bench.run_bench({"mode": "quick"}, BenchFiles(out=tmp_path / "never"))
+    assert not (tmp_path / "never").exists()
 
 
 def test_missing_and_too_large_sets_are_skipped_with_a_note(data_dir, tmp_path, capsys):

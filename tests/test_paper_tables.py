@@ -11,7 +11,7 @@ from sklearn.datasets import dump_svmlight_file
 
 from kernelcv import cli
 from kernelcv.exceptions import KernelCVError
-from kernelcv.experiments import bench, paper_tables, runners, suites
+from kernelcv.experiments import BenchFiles, BenchPlan, bench, paper_tables, runners, suites
 
 SHARED_TABLES = Path(__file__).resolve().parents[2] / "shared" / "paper_tables"
 HEADER_001 = ["paper", "table", "machine", "kernel", "measure", "dataset", "method", "t",
@@ -201,8 +201,9 @@ def test_standardised_targets_give_the_raw_mse_of_raw_targets(data_dir, tmp_path
     monkeypatch.setitem(suites.PROTOCOLS, "raw", raw)
     runs = {}
     for name in ("ours", "raw"):
-        report = bench.run_bench(mode="quick", tables_=["krr"], data_dir=data_dir,
-                                 out=tmp_path / name, figures_=False, protocol=name)
+        report = bench.run_bench(
+            BenchPlan(mode="quick", tables=["krr"], protocol=name),
+            BenchFiles(data_dir=data_dir, out=tmp_path / name, figures=False))
         runs[name] = report["tables"][0]["sets"][0]["splits"]
     for ours, raw_split in zip(runs["ours"], runs["raw"], strict=True):
         assert raw_split["target_variance"] == 1.0 and ours["target_variance"] > 10.0
@@ -223,8 +224,8 @@ def test_paper_protocol_uses_its_width_and_svr_tube(data_dir, tmp_path, monkeypa
         return real(criterion, machine, kernel, grid, X, y, *args, **kwargs)
 
     monkeypatch.setattr(bench, "run_criterion", spy)
-    report = bench.run_bench(mode="quick", tables_=["svr"], data_dir=data_dir,
-                             out=tmp_path / "p", figures_=False, protocol="paper")
+    report = bench.run_bench(BenchPlan(mode="quick", tables=["svr"], protocol="paper"),
+                             BenchFiles(data_dir=data_dir, out=tmp_path / "p", figures=False))
     assert report["protocol"] == "paper" and "gamma = 1/(2 sigma)" in report["grid"][
         "description"]
     markdown = (tmp_path / "p" / "results.md").read_text()
@@ -234,8 +235,8 @@ def test_paper_protocol_uses_its_width_and_svr_tube(data_dir, tmp_path, monkeypa
         assert tube == pytest.approx(std) and std > 5.0  # raw targets: std(y) ~ 14
         assert huber == pytest.approx(0.01 * tube)
     with pytest.raises(KernelCVError, match="unknown protocol 'mine'"):
-        bench.run_bench(mode="quick", tables_=["svr"], data_dir=data_dir,
-                        out=tmp_path / "q", protocol="mine")
+        bench.run_bench(BenchPlan(mode="quick", tables=["svr"], protocol="mine"),
+                        BenchFiles(data_dir=data_dir, out=tmp_path / "q"))
 
 
 def test_liver_selector_coding_takes_the_row_order_as_label():
@@ -275,8 +276,9 @@ def test_paper_protocol_takes_the_printed_degree_grid_in_full_mode(data_dir, tmp
                        (1, 3))
     monkeypatch.setitem(suites.MODES, "full", full)
     for protocol in ("ours", "paper"):
-        report = bench.run_bench(mode="full", tables_=["lssvm-poly"], data_dir=data_dir,
-                                 out=tmp_path / protocol, figures_=False, protocol=protocol)
+        report = bench.run_bench(
+            BenchPlan(mode="full", tables=["lssvm-poly"], protocol=protocol),
+            BenchFiles(data_dir=data_dir, out=tmp_path / protocol, figures=False))
         expected = list(range(1, 11 if protocol == "paper" else 9))
         assert report["grid"]["degrees"] == expected
         assert f"poly degree 1..{expected[-1]} " in report["grid"]["description"]
@@ -306,14 +308,14 @@ def test_paper_protocol_runs_eps_bif_at_the_order_of_eq_6(data_dir, tmp_path, mo
     paper = suites.PROTOCOLS["paper"]
     adaptive = dataclasses.replace(paper, intercept=False, eps_rule="adaptive")
     out = tmp_path / "run"
-    run = dict(mode="quick", tables_=["svm", "l2svm"], data_dir=data_dir, out=out,
-               figures_=False, protocol="paper")
+    plan = BenchPlan(mode="quick", tables=["svm", "l2svm"], protocol="paper")
+    files = BenchFiles(data_dir=data_dir, out=out, figures=False)
     monkeypatch.setitem(suites.PROTOCOLS, "paper", adaptive)
-    bench.run_bench(**run)
+    bench.run_bench(plan, files)
     monkeypatch.setitem(suites.PROTOCOLS, "paper", paper)
     with pytest.raises(KernelCVError, match="other options"):
-        bench.run_bench(**run)
-    bench.run_bench(**run, fresh=True)
+        bench.run_bench(plan, files)
+    bench.run_bench(plan, dataclasses.replace(files, fresh=True))
     adaptive_rules = {(e, "adaptive") for e in runners.EPSILONS}
     assert seen == {("svm", False): adaptive_rules, ("l2svm", False): adaptive_rules,
                     ("svm", True): {(e, "bound") for e in runners.EPSILONS},

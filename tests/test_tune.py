@@ -16,8 +16,11 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from kernelcv.cli import main
 from kernelcv.criteria import smooth_loo
+from kernelcv.estimators import SmoothLOOTuning
 from kernelcv.estimators._smooth_loo import SmoothLOOLSSVMClassifier, fixed_parameter_cv
 from kernelcv.exceptions import KernelCVError
+from kernelcv.reports.command_files import DataFiles, Outputs
+from kernelcv.reports.tune import run_tune
 
 FAST = dict(betas=(0.1, 1.0, 10.0), n_restarts=1, max_iter=15, random_state=0)
 
@@ -237,3 +240,63 @@ def test_cli_optimiser_failure_is_a_one_line_warning(files, capsys, monkeypatch)
     assert report["failures"] and "best point seen" in report["failures"][0]
     warnings_ = [line for line in captured.err.splitlines() if "kernelcv: warning:" in line]
     assert len(warnings_) == 1 and "linear algebra failed" in warnings_[0]
+
+
+# ------------------------------------------------------------------ the library front door
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(kernels=("gaussian", "cosine")), "unknown kernel 'cosine' for tuning"),
+    (dict(kernels="laplace,laplace"), "names a kernel twice"),
+    (dict(kernels=(), ard=False), "kernel list is empty"),
+    (dict(betas=()), "the list of betas is empty"),
+    (dict(betas=(1.0, -1.0)), "must be positive and finite, got -1.0"),
+    (dict(C=0.0), "C must be a positive finite number, got 0.0"),
+    (dict(C=True), "C must be a positive finite number, got True"),
+    (dict(gamma_s=float("inf")), "gamma_s must be a positive finite number"),
+    (dict(optimizer="bfgs"), "optimizer must be 'cg' or 'lbfgs', got 'bfgs'"),
+    (dict(n_restarts=0), "n_restarts must be an integer >= 1, got 0"),
+    (dict(max_iter=2.5), "max_iter must be an integer >= 1, got 2.5"),
+])
+def test_tuning_options_refuse_bad_values(kwargs, message):
+    with pytest.raises(KernelCVError) as caught:
+        SmoothLOOTuning(**kwargs)
+    assert message in str(caught.value)
+
+
+def test_tuning_options_are_normalised_and_fit_the_estimator():
+    tuning = SmoothLOOTuning(kernels="Gaussian", betas=[1, 10], n_restarts=1, max_iter=5)
+    assert tuning.kernels == ("gaussian",) and tuning.betas == (1.0, 10.0)
+    assert tuning.spec.weight_names() == ["gaussian(beta=1)", "gaussian(beta=10)"]
+    model = SmoothLOOLSSVMClassifier(**tuning.estimator_params())
+    assert model.get_params()["betas"] == (1.0, 10.0) and model.get_params()["max_iter"] == 5
+
+
+@pytest.mark.parametrize("data_kw, out_kw, message", [
+    (dict(fold_ids="folds.txt"), {}, "run_tune takes no fold_ids (it was 'folds.txt')"),
+    (dict(scale="standard"), {}, "run_tune takes no scale"),
+    (dict(stream=True), {}, "run_tune takes no stream"),
+    ({}, dict(save_model="model.npz"), "run_tune takes no save_model"),
+    ({}, dict(plot=True), "run_tune takes no plot"),
+])
+def test_run_tune_refuses_what_it_does_not_use(files, tmp_path, data_kw, out_kw, message):
+    out = tmp_path / "never"
+    with pytest.raises(KernelCVError) as caught:
+        run_tune(DataFiles(files["train"], **data_kw), SmoothLOOTuning(),
+                 outputs=Outputs(out=out, **out_kw))
+    assert message in str(caught.value)
+    assert not out.exists()
+
+
+def test_run_tune_takes_objects_as_the_cli_builds_them(files, capsys):
+    tuning = SmoothLOOTuning(betas=(0.1, 1.0, 10.0), n_restarts=1, max_iter=10)
+    report = run_tune(DataFiles(files["train"], test=files["test"]), tuning, folds=5)
+    assert main(["tune", str(files["train"]), *FAST_ARGS, "--test", str(files["test"]),
+                 "--folds", "5", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    for key in ("cv_error", "fold_errors", "loo_error", "test_error", "kernels", "betas"):
+        assert report[key] == cli[key], key
+    assert [m["theta"] for m in report["machines"]] == [m["theta"] for m in cli["machines"]]
+    assert run_tune(files["train"], tuning, folds=5)["cv_error"] == report["cv_error"]
+    with pytest.raises(KernelCVError, match="as a SmoothLOOTuning, got dict"):
+        run_tune(DataFiles(files["train"]), {"C": 2.0})

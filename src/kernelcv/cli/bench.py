@@ -1,7 +1,9 @@
 """The ``kernelcv bench`` subcommand: the papers' experiments against scikit-learn.
 
 The work is done by :func:`kernelcv.experiments.run_bench`; this module turns options
-into its arguments, prints progress lines to stderr and renders a short summary::
+into its arguments (a :class:`~kernelcv.experiments.BenchPlan` and a
+:class:`~kernelcv.experiments.BenchFiles`), prints progress lines to stderr and renders
+a short summary::
 
     kernelcv bench --quick --out results/bench
     kernelcv bench --sets heart,sonar --tables l2svm,svm --splits 10 --out results/bench
@@ -15,15 +17,10 @@ import argparse
 import os
 import sys
 
-from ..experiments.bench import (
-    ALL_SETS,
-    ALL_TABLES,
-    CHECKPOINT,
-    OUTPUTS,
-    SLOO_OUTPUTS,
-    run_bench,
-)
+from ..experiments.bench import CHECKPOINT, OUTPUTS, SLOO_OUTPUTS, run_bench
+from ..experiments.bench_files import BenchFiles
 from ..experiments.paper_tables import ENV_TABLES
+from ..experiments.plan import ALL_SETS, ALL_TABLES, BenchPlan
 from ..experiments.suites import ENV_DATA, MODES, PROTOCOLS
 
 
@@ -122,13 +119,14 @@ def run_command(args, parser):
     def progress(message):
         print(f"kernelcv: bench: {message}", file=sys.stderr, flush=True)
 
-    report = run_bench(
-        mode="quick" if args.quick else "full", splits=args.splits, seed=args.seed,
-        sets=args.sets, tables_=args.tables, data_dir=args.data_dir, out=args.out,
-        max_train=args.max_train, confirm=args.confirm, n_jobs=args.n_jobs,
-        t_threshold=args.t_threshold, figures_=not args.no_figures, fresh=args.fresh,
-        progress=None if args.quiet else progress, protocol=args.protocol,
-        paper_folder=args.paper_tables)
+    plan = BenchPlan(mode="quick" if args.quick else "full", splits=args.splits,
+                     seed=args.seed, sets=args.sets, tables=args.tables,
+                     max_train=args.max_train, confirm=args.confirm,
+                     t_threshold=args.t_threshold, protocol=args.protocol)
+    files = BenchFiles(data_dir=args.data_dir, out=args.out, paper_folder=args.paper_tables,
+                       figures=not args.no_figures, fresh=args.fresh)
+    report = run_bench(plan, files, n_jobs=args.n_jobs,
+                       progress=None if args.quiet else progress)
     report["notes"] = [f"{s['set']}: skipped, {s['reason']}" for s in report["skipped"]]
     if report["papers"] is None:
         report["notes"].append("the papers' result tables were not found: no side-by-side "

@@ -1,15 +1,20 @@
 """The ``kernelcv tune`` subcommand: options and the readable summary.
 
 The work is done by :func:`kernelcv.reports.tune.run_tune` (SLOO-MPS tuning of an LS-SVM
-kernel mixture); this module only turns options into its arguments and its report into
-text. Bad input exits with status 2; optimiser failures are one-line warnings.
+kernel mixture); this module only turns options into its arguments (a
+:class:`~kernelcv.reports.command_files.DataFiles`, a
+:class:`~kernelcv.estimators.SmoothLOOTuning` and an
+:class:`~kernelcv.reports.command_files.Outputs`) and its report into text. Bad input
+exits with status 2; optimiser failures are one-line warnings.
 """
 
 from __future__ import annotations
 
 from ..criteria.smooth_loo import DEFAULT_GAMMA_S
 from ..datasets import SUPPORTED_FORMATS
+from ..estimators.smooth_loo_tuning import SmoothLOOTuning
 from ..exceptions import KernelCVError
+from ..reports.command_files import DataFiles, Outputs
 from ..reports.tune import run_tune
 from ..selection.grids import parse_grid
 from .options import add_header_argument, budget_arg
@@ -73,13 +78,14 @@ def run_command(args, parser):
         raise KernelCVError(f"argument --betas: {exc}") from None
     kernels = [{"rbf": "gaussian"}.get(k.strip(), k.strip())
                for k in args.kernels.split(",") if k.strip()]
-    return run_tune(args.data, kernels=kernels, betas=betas, ard=args.ard, C=args.C,
-                    tune_C=args.tune_C, gamma_s=args.gamma_s,
-                    fit_intercept=not args.no_intercept, multiclass=args.multiclass,
-                    optimizer=args.optimizer, n_restarts=args.restarts,
-                    max_iter=args.max_iter, seed=args.seed, folds=args.folds,
-                    test=args.test, out=args.out, memory_budget=args.memory_budget,
-                    header=args.header, target=args.target)
+    files = DataFiles(args.data, test=args.test, header=args.header, target=args.target)
+    tuning = SmoothLOOTuning(kernels=kernels, betas=betas, ard=args.ard, C=args.C,
+                             tune_C=args.tune_C, gamma_s=args.gamma_s,
+                             optimizer=args.optimizer, n_restarts=args.restarts,
+                             max_iter=args.max_iter)
+    return run_tune(files, tuning, fit_intercept=not args.no_intercept,
+                    multiclass=args.multiclass, seed=args.seed, folds=args.folds,
+                    memory_budget=args.memory_budget, outputs=Outputs(out=args.out))
 
 
 def render(report, args=None):

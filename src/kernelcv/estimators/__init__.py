@@ -16,7 +16,8 @@ estimator                      machine    loss
 :class:`SmoothLOOLSSVMClassifier` is different: an LS-SVM whose many kernel weights (a
 mixture of Gaussian and Laplace kernels, optionally an ARD Gaussian) are tuned by gradient
 descent on a smoothed closed-form leave-one-out error (:mod:`kernelcv.criteria.smooth_loo`);
-:func:`fixed_parameter_cv` is its t-fold CV error at the tuned parameters.
+:func:`fixed_parameter_cv` is its t-fold CV error at the tuned parameters and
+:class:`SmoothLOOTuning` holds its tuning options as one checked object.
 :class:`HypotheticalRidgeCV`, :class:`EnetSVMClassifier` and :class:`RelevanceSVMClassifier`
 choose their structural parameter (lam, or the mu that selects features or training
 objects) by the non-enumerative criterion of :mod:`kernelcv.hypothetical`.
@@ -41,6 +42,7 @@ from ._hypothetical import EnetSVMClassifier, HypotheticalRidgeCV, RelevanceSVMC
 from ._regressors import HuberSVMRegressor, KernelRidgeRegressor
 from ._smooth_loo import SmoothLOOLSSVMClassifier, fixed_parameter_cv
 from .search_cv import ESTIMATORS, KernelSearchCV
+from .smooth_loo_tuning import SmoothLOOTuning
 
 __all__ = [
     "ESTIMATORS",
@@ -54,5 +56,6 @@ __all__ = [
     "LSSVMClassifier",
     "RelevanceSVMClassifier",
     "SmoothLOOLSSVMClassifier",
+    "SmoothLOOTuning",
     "fixed_parameter_cv",
 ]

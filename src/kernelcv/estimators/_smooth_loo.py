@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import warnings
 from itertools import combinations
-from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -27,14 +26,14 @@ from ..criteria.smooth_loo import (
     component_grams,
     distance_bases,
     loo_error,
-    make_spec,
     smooth_loo_value,
     split_params,
 )
 from ..exceptions import KernelCVError
 from ..memory import check_dense_budget
-from ..selection.tuning import OPTIMIZERS, minimize_restarts
+from ..selection.tuning import minimize_restarts
 from ..validation import check_scale
+from .smooth_loo_tuning import TUNING_PARAMS, SmoothLOOTuning
 
 _BLOCK_ENTRIES = 2**22
 
@@ -131,20 +130,9 @@ class SmoothLOOLSSVMClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
-        spec = make_spec(self.kernels, self.betas, self.ard, self.tune_C)
-        for name in ("C", "gamma_s"):
-            value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, Real)
-                    or not np.isfinite(value) or value <= 0):
-                raise KernelCVError(f"{name} must be a positive finite number, got {value!r}")
+        spec = SmoothLOOTuning(**{name: getattr(self, name) for name in TUNING_PARAMS}).spec
         if self.multiclass not in ("ovo", "ovr"):
             raise KernelCVError(f"multiclass must be 'ovo' or 'ovr', got {self.multiclass!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise KernelCVError(f"optimizer must be 'cg' or 'lbfgs', got {self.optimizer!r}")
-        for name in ("n_restarts", "max_iter"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-                raise KernelCVError(f"{name} must be an integer >= 1, got {value!r}")
         return spec
 
     def _check_data(self, X, y):

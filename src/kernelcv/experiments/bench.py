@@ -47,11 +47,13 @@ from ..exceptions import KernelCVError
 from ..reports.io import check_targets, png, write_all
 from ..validation import make_folds
 from . import figures, sloo_mps, tables
+from .bench_files import BenchFiles
 from .checkpoint import Checkpoint, file_stamp, fingerprint
 from .convergence import order_curve
 from .paper_tables import compare as compare_with_papers
 from .paper_tables import find_folder as find_paper_tables
 from .paper_tables import read_cells as read_paper_cells
+from .plan import BenchPlan
 from .protocol import (
     default_t_threshold,
     random_splits,
@@ -75,7 +77,6 @@ from .suites import (
     MODES,
     PROTOCOLS,
     TABLES,
-    check_names,
     find_file,
     liver_selector_coding,
     load_set,
@@ -86,77 +87,61 @@ CHECKPOINT = "checkpoint.jsonl"
 OUTPUTS = ("results.json", "results.md", "time_ratio.png", "bif_order.png")
 SLOO_OUTPUTS = (sloo_mps.CSV_NAME, sloo_mps.FIGURE)  # when the sloo-mps table runs
 PAPERS_FIGURE = "papers.png"  # when the papers' tables are found and a cell compares
-ALL_TABLES = (*TABLES, sloo_mps.TABLE)
-ALL_SETS = (*DATASETS, *(name for name in sloo_mps.SETS if name not in DATASETS))
 _CONVERGENCE_MACHINES = {"classification": ("lssvm-rbf", "l2svm", "svm"),
                          "regression": ("krr", "svr")}
 
 
-def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, data_dir=None,
-              out="kernelcv-bench", max_train=None, confirm=0, n_jobs=1,
-              t_threshold=None, figures_=True, fresh=False, progress=None,
-              protocol="ours", paper_folder=None) -> dict:
+def run_bench(plan: BenchPlan | None = None, files: BenchFiles | None = None, *, n_jobs=1,
+              progress=None) -> dict:
     """Run the papers' protocol for every (set, table) and write the tables and figures.
 
     Parameters
     ----------
-    mode : {"quick", "full"} (see :mod:`kernelcv.experiments.suites`).
-    splits : number R of random halves (default: the mode's, 3 or 10).
-    seed : seed of the splits (split s uses ``seed + s``) and of each split's folds.
-    sets, tables_ : names to run (default: the mode's sets, every table, ``sloo-mps``
-        included, on its mode's sets: :data:`kernelcv.experiments.sloo_mps.SLOO_MODES`).
-    data_dir : data folder (default ``$KERNELCV_DATA`` or ``shared/datasets``).
-    out : output folder (created); holds the checkpoint while running.
-    max_train : largest training half to run (default: the mode's limit).
-    confirm : exact confirmations of approximate searches (0: judge them alone).
-    n_jobs : workers for both libraries' searches.
-    t_threshold : |t| above which a difference to the reference is significant (default
-        ``scipy.stats.t.ppf(0.95, splits - 1)``, 1.833 at 10 splits); written to the report.
-    figures_ : write the two PNG figures.
-    fresh : ignore (and replace) an existing checkpoint.
-    progress : optional callable ``progress(message)``.
-    protocol : ``"ours"``, ``"paper"`` or ``"paper-bias-free"``
-        (:data:`kernelcv.experiments.suites.PROTOCOLS`: kernel width convention,
-        standardised or centred targets, SVR tube, liver-disorders coding, bias term).
-    paper_folder : the papers' result tables (default: found as
-        :func:`kernelcv.experiments.paper_tables.find_folder` says; none found: the
-        report's ``papers`` is None and a note says so).
+    plan : BenchPlan or None, default None
+        What to run: mode, splits, seed, sets, tables, max_train, confirm, t_threshold,
+        protocol (:class:`kernelcv.experiments.plan.BenchPlan`, checked when made; None:
+        ``BenchPlan()``, the quick mode).
+    files : BenchFiles or None, default None
+        Where: data_dir, out, paper_folder, and the figures and fresh flags
+        (:class:`kernelcv.experiments.bench_files.BenchFiles`; None: ``BenchFiles()``).
+    n_jobs : int, default 1
+        Workers for both libraries' searches.
+    progress : callable or None, default None
+        ``progress(message)``, called before each piece of work.
 
     Returns
     -------
     dict
         The JSON-able report (see :func:`kernelcv.experiments.tables.to_markdown`).
+
+    Raises
+    ------
+    KernelCVError
+        For bad input (see the module's notes), before any work.
     """
     tic, cpu_tic = time.perf_counter(), time.process_time()
-    if mode not in MODES:
-        raise KernelCVError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    plan = BenchPlan() if plan is None else plan
+    files = BenchFiles() if files is None else files
+    for value, kind in ((plan, BenchPlan), (files, BenchFiles)):
+        if not isinstance(value, kind):
+            raise KernelCVError(f"run_bench takes a {kind.__name__}, got "
+                                f"{type(value).__name__}")
+    mode, seed, confirm, protocol = plan.mode, plan.seed, plan.confirm, plan.protocol
     spec = MODES[mode]
-    splits = spec.splits if splits is None else splits
-    if isinstance(splits, bool) or not isinstance(splits, int) or splits < 2:
-        raise KernelCVError(f"--splits must be an integer >= 2 (a paired t-test needs two "
-                            f"splits), got {splits!r}")
-    max_train = spec.max_train if max_train is None else max_train
-    if isinstance(max_train, bool) or not isinstance(max_train, int) or max_train < 10:
-        raise KernelCVError(f"--max-train must be an integer >= 10, got {max_train!r}")
-    set_names = check_names(spec.sets if sets is None else sets, ALL_SETS, "data set(s)")
-    table_names = check_names(list(ALL_TABLES) if tables_ is None else tables_, ALL_TABLES,
-                              "table(s)")
-    if protocol not in PROTOCOLS:
-        raise KernelCVError(f"unknown protocol {protocol!r}; choose one of "
-                            f"{', '.join(PROTOCOLS)}")
+    splits, max_train = plan.n_splits, plan.train_limit
+    set_names, table_names = plan.set_names, plan.table_names
     proto = PROTOCOLS[protocol]
-    sloo_sets = None if sets is None else [s for s in set_names if s in sloo_mps.SETS]
-    _check_pairs([*set_names, *sloo_mps.SLOO_MODES[mode].sets] if sets is None
-                 else set_names, table_names)
+    sloo_sets = None if plan.sets is None else [s for s in set_names if s in sloo_mps.SETS]
     paper_tables = [t for t in table_names if t in TABLES]
     paper_sets = [s for s in set_names if s in DATASETS] if paper_tables else []
-    t_threshold = default_t_threshold(splits) if t_threshold is None else float(t_threshold)
-    folder = resolve_data_dir(data_dir)
-    paper_folder = find_paper_tables(paper_folder, folder)
+    t_threshold = (default_t_threshold(splits) if plan.t_threshold is None
+                   else float(plan.t_threshold))
+    folder = resolve_data_dir(files.data_dir)
+    paper_folder = find_paper_tables(files.paper_folder, folder)
     paper_cells = [] if paper_folder is None else read_paper_cells(paper_folder)
-    out = Path(out)
+    out = Path(files.out)
     _check_output(out)
-    if figures_:
+    if files.figures:
         try:
             plotting.figure_class()  # fails now, with advice, if matplotlib is missing
         except KernelCVError as exc:
@@ -171,7 +156,7 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
     if proto.eps_rule != "adaptive":  # ours' checkpoints keep their fingerprint
         config["eps_rule"] = proto.eps_rule
     out.mkdir(parents=True, exist_ok=True)
-    store = Checkpoint(out / CHECKPOINT, fingerprint(config), fresh)
+    store = Checkpoint(out / CHECKPOINT, fingerprint(config), files.fresh)
     say = progress or (lambda message: None)
 
     report_tables = {name: {"table": name, "title": TABLES[name].title,
@@ -263,7 +248,7 @@ def run_bench(*, mode="quick", splits=None, seed=0, sets=None, tables_=None, dat
     }
     report["timings"]["total_seconds"] = time.perf_counter() - tic
     report["timings"]["cpu_seconds"] = time.process_time() - cpu_tic
-    report["files"] = _write_outputs(out, report, figures_)
+    report["files"] = _write_outputs(out, report, files.figures)
     return report
 
 
@@ -343,31 +328,6 @@ def _grid_description(spec, proto) -> dict:
             "degrees": list(degrees),
             "description": f"{sig} x {lam}; poly degree {min(degrees)}..{max(degrees)} "
                            "(gamma 1, coef0 1)"}
-
-
-def _tables_for(name) -> tuple[str, tuple[str, ...]]:
-    """The kind of a set and the tables that run on it."""
-    fit = ()
-    if name in DATASETS:
-        fit = tuple(t for t, spec in TABLES.items() if spec.task == DATASETS[name].task)
-    if name in sloo_mps.SETS:
-        fit += (sloo_mps.TABLE,)
-    return (DATASETS[name].task if name in DATASETS else "sloo-mps set"), fit
-
-
-def _check_pairs(set_names, table_names):
-    """Refuse a selection in which no table applies to any set (tasks differ)."""
-    if any(t in _tables_for(name)[1] for name in set_names for t in table_names):
-        return
-    groups: dict = {}
-    for name in set_names:
-        groups.setdefault(_tables_for(name), []).append(name)
-    parts = [f"{', '.join(sets_)} ({kind}) need tables {', '.join(fit)}"
-             for (kind, fit), sets_ in groups.items()]
-    given = ", ".join(f"{t} ({TABLES[t].task if t in TABLES else 'sloo-mps sets'})"
-                      for t in table_names)
-    raise KernelCVError(f"no selected table applies to the selected sets: {'; '.join(parts)}"
-                        f"; got tables {given}. Choose matching --sets and --tables")
 
 
 def _check_output(out: Path):

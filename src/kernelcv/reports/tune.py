@@ -18,11 +18,11 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.model_selection import KFold, StratifiedKFold
 
-from ..criteria.smooth_loo import DEFAULT_GAMMA_S, PAPER_BETAS, make_spec
 from ..datasets import load_data
-from ..estimators import SmoothLOOLSSVMClassifier, fixed_parameter_cv
+from ..estimators import SmoothLOOLSSVMClassifier, SmoothLOOTuning, fixed_parameter_cv
 from ..exceptions import KernelCVError
 from ..memory import check_dense_budget, dense_array
+from .command_files import DataFiles, Outputs
 from .io import check_writable_folder, jsonable, write_all
 
 REPORT_NAME = "report.json"
@@ -34,15 +34,36 @@ CV_PROTOCOL = ("tuned on all data, machine refit per fold (optimistic; the paper
                "measure); use --test for an unbiased error")
 
 
-def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=False, C=1.0,
-             tune_C=False, gamma_s=DEFAULT_GAMMA_S, fit_intercept=True, multiclass="ovo",
-             optimizer="cg", n_restarts=3, max_iter=100, seed=0, folds=10, test=None,
-             out=None, memory_budget=None, header="auto", target=None) -> dict:
+def run_tune(files: DataFiles, tuning: SmoothLOOTuning | None = None, *,
+             fit_intercept=True, multiclass="ovo", seed=0, folds=10, memory_budget=None,
+             outputs: Outputs | None = None) -> dict:
     """Tune the LS-SVM kernel mixture on a data file; report LOO, t-fold CV and test error.
 
-    ``header``: whether a CSV file's first row is a header (``"auto"``, ``"yes"``,
-    ``"no"``; :func:`kernelcv.datasets.load_data`); ``target``: a CSV file's target column
-    (a header name or a number, 1 = first, -1 = last).
+    Parameters
+    ----------
+    files : DataFiles or path
+        The training data (classification), an optional test file (then the test error is
+        reported) and a CSV file's ``header`` and ``target``
+        (:class:`kernelcv.reports.command_files.DataFiles`; a path stands for
+        ``DataFiles(path)``). ``fold_ids``, ``scale`` and ``stream`` are refused.
+    tuning : SmoothLOOTuning or None, default None
+        The kernel mixture and the optimiser: kernels, betas, ard, C, tune_C, gamma_s,
+        optimizer, n_restarts, max_iter (:class:`kernelcv.estimators.SmoothLOOTuning`;
+        None: its defaults, the paper's mixture).
+    fit_intercept : bool, default True
+        The LS-SVM bias term.
+    multiclass : {"ovo", "ovr"}, default "ovo"
+        One-against-one or one-against-rest binary machines for more than two classes.
+    seed : int, default 0
+        Seed of the optimiser's restarts and of the CV folds.
+    folds : int, default 10
+        t of the t-fold CV error at the tuned parameters (:func:`tune_folds`).
+    memory_budget : int, str or None, default None
+        Memory the dense n x n matrices may use (:mod:`kernelcv.memory`).
+    outputs : Outputs, path or None, default None
+        ``out``: a folder for ``report.json`` (:class:`kernelcv.reports.command_files.Outputs`;
+        a path stands for ``Outputs(out=path)``; None: nothing is written). ``plot``,
+        ``save_model`` and ``argv`` are refused.
 
     Returns
     -------
@@ -53,18 +74,33 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
         refit per fold; ``cv_protocol`` says so: the parameters were chosen on all the data,
         so this estimate is optimistic, unlike ``test_error``), ``test_error``, ``timings``,
         ``failures``, ``notes``, ``files``.
+
+    Raises
+    ------
+    KernelCVError
+        For bad input, before any work and with no files written.
     """
     tic = time.perf_counter()
-    spec = make_spec(kernels, betas, ard, tune_C)
+    if not isinstance(files, DataFiles):
+        files = DataFiles(files)
+    files.refuse("run_tune", "fold_ids", "scale", "stream")
+    if not isinstance(outputs, Outputs):
+        outputs = Outputs(out=outputs)
+    _refuse_outputs(outputs)
+    tuning = SmoothLOOTuning() if tuning is None else tuning
+    if not isinstance(tuning, SmoothLOOTuning):
+        raise KernelCVError(f"run_tune takes the tuning options as a SmoothLOOTuning, got "
+                            f"{type(tuning).__name__}")
+    data, test, out = files.data, files.test, outputs.out
+    spec = tuning.spec
     if out is not None:
         check_writable_folder(out, (REPORT_NAME,))
     estimator = SmoothLOOLSSVMClassifier(
-        kernels=spec.kernels, betas=spec.betas, ard=ard, C=C, tune_C=tune_C, gamma_s=gamma_s,
-        fit_intercept=fit_intercept, multiclass=multiclass, optimizer=optimizer,
-        n_restarts=n_restarts, max_iter=max_iter, random_state=seed,
-        memory_budget=memory_budget)
+        **tuning.estimator_params(), fit_intercept=fit_intercept, multiclass=multiclass,
+        random_state=seed, memory_budget=memory_budget)
     estimator._check_params()
-    X, y = _load(data, memory_budget=memory_budget, header=header, target=target)
+    X, y = _load(data, memory_budget=memory_budget, header=files.header,
+                 target=files.target)
     n = X.shape[0]
     classes, counts = np.unique(y, return_counts=True)
     if classes.size < 2:
@@ -74,7 +110,7 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
             else "leave-one-out"
         raise KernelCVError(f"{data}: class {_plain(classes[np.argmin(counts)])!r} has only "
                             f"one sample; {scheme} tuning needs at least two per class")
-    check_dense_budget(n, n, len(spec.components) + 10 + 2 * int(ard),
+    check_dense_budget(n, n, len(spec.components) + 10 + 2 * int(spec.ard),
                        "smooth leave-one-out tuning", memory_budget)
     notes = []
     fold_ids, stratified = tune_folds(y, folds, seed, f"{data}: ")
@@ -85,7 +121,7 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
     X_test = y_test = None
     if test is not None:
         X_test, y_test = _load(test, n_features=X.shape[1], memory_budget=memory_budget,
-                                header=header, target=target)
+                                header=files.header, target=files.target)
         unknown = sorted({_plain(v) for v in np.unique(y_test)} - {_plain(c) for c in classes},
                          key=str)
         if unknown:
@@ -114,10 +150,11 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
     report = {
         "data": str(data), "test": None if test is None else str(test), "n_samples": n,
         "n_features": X.shape[1], "classes": [_plain(c) for c in classes],
-        "kernels": list(spec.kernels), "betas": list(spec.betas), "ard": bool(ard),
-        "C": C, "tune_C": bool(tune_C), "gamma_s": gamma_s, "fit_intercept": fit_intercept,
-        "multiclass": multiclass if classes.size > 2 else None, "optimizer": optimizer,
-        "restarts": n_restarts, "max_iter": max_iter, "seed": seed, "folds": int(folds),
+        "kernels": list(spec.kernels), "betas": list(spec.betas), "ard": bool(tuning.ard),
+        "C": tuning.C, "tune_C": bool(tuning.tune_C), "gamma_s": tuning.gamma_s,
+        "fit_intercept": fit_intercept, "multiclass": multiclass if classes.size > 2 else None,
+        "optimizer": tuning.optimizer, "restarts": tuning.n_restarts,
+        "max_iter": tuning.max_iter, "seed": seed, "folds": int(folds),
         "machines": estimator.tuned_parameters(),
         "loo_error": float(estimator.loo_error_),
         "smooth_loo_error": float(np.mean(estimator.smooth_loo_error_)),
@@ -133,6 +170,14 @@ def run_tune(data, *, kernels=("gaussian", "laplace"), betas=PAPER_BETAS, ard=Fa
     else:
         report["files"] = []
     return report
+
+
+def _refuse_outputs(outputs: Outputs):
+    """run_tune writes only report.json: refuse the outputs it has no use for."""
+    for name in ("plot", "save_model", "argv"):
+        if getattr(outputs, name):
+            raise KernelCVError(f"run_tune takes no {name} (it was "
+                                f"{getattr(outputs, name)!r})")
 
 
 def _load(path, n_features=None, memory_budget=None, header="auto", target=None):
