@@ -24,11 +24,12 @@ from sklearn.svm import SVC, SVR
 from kernelcv import (
     BIF,
     Execution,
+    FeatureSpace,
     KernelCVError,
     cross_validate,
     grid_search,
     make_kernel,
-    )
+)
 from kernelcv.cli import main
 from kernelcv.criteria.bif import bif_predictions
 from kernelcv.criteria.exact import refit_predictions
@@ -366,10 +367,10 @@ def test_grid_search_and_checkpoint_key_follow_the_intercept(tmp_path):
 def test_kernel_search_cv_keeps_the_estimators_intercept():
     X, y = _classification()
     grid = {"gamma": [0.5], "lam": [0.01, 0.1]}
-    search = KernelSearchCV(HuberSVMClassifier(fit_intercept=False), grid, folds=5).fit(X, y)
+    search = KernelSearchCV(HuberSVMClassifier(fit_intercept=False), grid, cv=5).fit(X, y)
     assert search.search_.config["fit_intercept"] is False
     assert search.best_estimator_.intercept_ == 0.0
-    search = KernelSearchCV("svm", grid, folds=5).fit(X, y)
+    search = KernelSearchCV("svm", grid, cv=5).fit(X, y)
     assert search.search_.config["fit_intercept"] is True
     assert search.best_estimator_.fit_intercept is True
     assert search.best_estimator_.intercept_ != 0.0
@@ -387,8 +388,8 @@ def test_random_features_follow_the_machines_intercept():
         grid_search(X, y, make_machine("svm", fit_intercept=False), method="rff", **grid)
     # the final kernel machine of the search is the searched machine
     search = KernelSearchCV(L2SVMClassifier(fit_intercept=False), {"gamma": [0.25, 1.0],
-                            "lam": [0.01, 0.1]}, method="rff", folds=4, features=20,
-                            final="kernel").fit(X, y)
+                            "lam": [0.01, 0.1]},
+                            method=FeatureSpace(features=20, final="kernel"), cv=4).fit(X, y)
     assert search.best_estimator_.fit_intercept is False
     assert search.best_estimator_.intercept_ == 0.0
 

@@ -133,7 +133,7 @@ def test_grid_search_exact_equals_gridsearchcv_over_the_wrapper(strategy):
     folds = make_folds(codes.astype(float), 5, True, 1)
     grid = {"gamma": [0.02, 0.2, 2.0], "lam": [1e-3, 1e-2, 1e-1]}
     ours = kc.KernelSearchCV(HuberSVMClassifier(multiclass=strategy), grid, method="exact",
-                             folds=folds).fit(X, labels)
+                             cv=folds).fit(X, labels)
     theirs = GridSearchCV(WRAPPERS[strategy](HuberSVMClassifier()),
                           {f"estimator__{k}": v for k, v in grid.items()},
                           cv=PredefinedSplit(folds)).fit(X, labels)

@@ -289,19 +289,19 @@ def test_huge_sparse_dimension_refused_for_rff_but_nystroem_works():
 def test_search_cv_rff_final_models(data):
     X, y = data
     grid = {"gamma": [0.05, 0.5], "lam": [1e-2, 1e-4]}
-    search = KernelSearchCV("svm", grid, method="rff", folds=4, features=30).fit(X, y)
+    search = KernelSearchCV("svm", grid, method=FeatureSpace(features=30), cv=4).fit(X, y)
     assert search.final_kind_ == "kernel"
     best = search.search_.best
     assert search.best_params_ == {"gamma": best["gamma"], "lam": best["lam"]}
     svc = SVC(C=1 / (2 * 240 * best["lam"]), gamma=best["gamma"]).fit(X, y)
     np.testing.assert_array_equal(search.predict(X), svc.predict(X))
-    linear = KernelSearchCV("svm", grid, method="rff", folds=4, features=30,
-                            final="linear").fit(X, y)
+    linear = KernelSearchCV("svm", grid, method=FeatureSpace(features=30, final="linear"),
+                            cv=4).fit(X, y)
     assert isinstance(linear.best_estimator_, LinearFeatureModel)
     assert linear.score(X, y) > 0.7
     assert set(np.unique(linear.predict(X))) <= {-1.0, 1.0}
     with pytest.raises(KernelCVError, match="final must be"):
-        KernelSearchCV("svm", grid, method="rff", final="exact").fit(X, y)
+        KernelSearchCV("svm", grid, method=FeatureSpace(final="exact")).fit(X, y)
 
 
 def test_final_auto_keeps_linear_model_beyond_the_limit(data, monkeypatch):

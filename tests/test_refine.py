@@ -372,12 +372,12 @@ def test_refine_must_be_auto_or_a_python_bool(data, value):
 def test_linear_final_model_is_not_refined(data):
     X, y, folds = data
     grid = {"gamma": GAMMAS[:2], "lam": [1e-3, 1e-2]}
-    search = KernelSearchCV("svm", grid, method="rff", folds=folds, features=10,
-                            final="linear").fit(X, y)
+    search = KernelSearchCV("svm", grid, method=FeatureSpace(features=10, final="linear"),
+                            cv=folds).fit(X, y)
     assert search.search_.refined == [] and search.final_kind_ == "linear"
     with pytest.raises(KernelCVError, match="final='linear'"):
-        KernelSearchCV("svm", grid, method="rff", folds=folds, features=10, final="linear",
-                       refine=True).fit(X, y)
+        KernelSearchCV("svm", grid, method=FeatureSpace(features=10, final="linear", refine=True),
+                       cv=folds).fit(X, y)
 
 
 def test_failed_refits_count_as_worst_and_are_noted(data, monkeypatch):
@@ -407,9 +407,9 @@ def test_refine_options_belong_to_rff(data, tmp_path):
     with pytest.warns(FutureWarning), pytest.raises(KernelCVError,
                                                     match="belong to method='rff'"):
         grid_search(X, y, "l2svm", method="bif", folds=folds, refine=True)
-    with pytest.raises(KernelCVError, match="belong to method='rff'"):
+    with pytest.raises(KernelCVError, match=r"FeatureSpace\(features=200\)"):
         KernelSearchCV("l2svm", {"gamma": [0.1], "lam": [0.01]}, method="bif",
-                       refine_evals=3).fit(X, y)
+                       refine_evals=3)
     from sklearn.datasets import dump_svmlight_file
 
     from kernelcv.selection.report import run_select
@@ -436,8 +436,9 @@ def test_refine_on_is_refused_before_the_search_when_dense_refits_do_not_fit(dat
 def test_kernel_search_cv_uses_the_refined_choice(data):
     X, y, folds = data
     grid = {"gamma": GAMMAS, "lam": [float(v) for v in c_to_lam(CS, 200)]}
-    search = KernelSearchCV("svm", grid, method="rff", folds=folds, features=20,
-                            refine=True, refine_evals=12).fit(X, y)
+    search = KernelSearchCV("svm", grid,
+                            method=FeatureSpace(features=20, refine=True, refine_evals=12),
+                            cv=folds).fit(X, y)
     result = search.search_
     assert 0 < len(result.refined) <= 12
     exact = search.cv_results_["exact_test_score"]

@@ -224,9 +224,10 @@ def test_damaged_multiclass_feature_model_is_refused(tmp_path):
 def test_kernel_search_cv_with_rff_on_three_classes():
     X, codes = blobs(4, 60, 3)
     labels = np.array(["x", "y", "z"])[codes]
-    search = kc.KernelSearchCV(LSSVMClassifier(multiclass="ovr"), method="rff",
-                               final="linear", param_grid={"gamma": [0.1, 0.4],
-                                                           "lam": [1e-3, 1e-2]}).fit(X, labels)
+    search = kc.KernelSearchCV(LSSVMClassifier(multiclass="ovr"),
+                               method=kc.FeatureSpace(final="linear"),
+                               param_grid={"gamma": [0.1, 0.4],
+                                           "lam": [1e-3, 1e-2]}).fit(X, labels)
     assert search.final_kind_ == "linear"
     assert set(search.predict(X)) <= {"x", "y", "z"}
     assert search.best_estimator_.strategy == "ovr"

@@ -8,7 +8,7 @@ from sklearn.model_selection import GridSearchCV, PredefinedSplit
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from kernelcv import KernelSearchCV
+from kernelcv import BIF, KernelSearchCV
 from kernelcv.datasets import make_synthetic
 from kernelcv.estimators import (
     HuberSVMClassifier,
@@ -45,7 +45,7 @@ def regression():
 def test_exact_search_picks_what_gridsearchcv_picks(classification, estimator):
     X, y, folds = classification
     reference = GridSearchCV(estimator, GRID, cv=PredefinedSplit(folds)).fit(X, y)
-    search = KernelSearchCV(estimator, GRID, method="exact", folds=folds).fit(X, y)
+    search = KernelSearchCV(estimator, GRID, method="exact", cv=folds).fit(X, y)
     assert search.best_params_ == reference.best_params_
     assert search.best_index_ == reference.best_index_
     assert search.best_score_ == pytest.approx(reference.best_score_)
@@ -65,7 +65,7 @@ def test_closed_form_regression_matches_gridsearchcv(regression):
     reference = GridSearchCV(KernelRidgeRegressor(), GRID, cv=PredefinedSplit(folds),
                              scoring="neg_mean_squared_error").fit(X, y)
     for method in ("exact", "closed-form"):
-        search = KernelSearchCV("krr", GRID, method=method, folds=folds).fit(X, y)
+        search = KernelSearchCV("krr", GRID, method=method, cv=folds).fit(X, y)
         assert search.best_params_ == reference.best_params_
         np.testing.assert_allclose(search.cv_results_["mean_test_score"],
                                    reference.cv_results_["mean_test_score"], rtol=1e-8)
@@ -74,7 +74,7 @@ def test_closed_form_regression_matches_gridsearchcv(regression):
 
 def test_bif_search_reports_method_order_and_confirmations(classification):
     X, y, folds = classification
-    search = KernelSearchCV(L2SVMClassifier(), GRID, folds=folds, order=3).fit(X, y)
+    search = KernelSearchCV(L2SVMClassifier(), GRID, cv=folds, method=BIF(order=3)).fit(X, y)
     results = search.cv_results_
     assert set(results["method"]) == {"bif"}
     assert set(results["order_used"]) == {3}
@@ -84,7 +84,7 @@ def test_bif_search_reports_method_order_and_confirmations(classification):
     assert np.all(np.isnan(np.delete(results["exact_test_score"], confirmed)))
     assert search.best_index_ in confirmed
     assert search.best_score_ == results["exact_test_score"][search.best_index_]
-    exact = KernelSearchCV(L2SVMClassifier(), GRID, method="exact", folds=folds).fit(X, y)
+    exact = KernelSearchCV(L2SVMClassifier(), GRID, method="exact", cv=folds).fit(X, y)
     np.testing.assert_allclose(results["exact_test_score"][confirmed],
                                exact.cv_results_["mean_test_score"][confirmed])
     for key in ("mean_fit_time", "std_test_score", "n_folds", "degenerate"):
@@ -93,7 +93,7 @@ def test_bif_search_reports_method_order_and_confirmations(classification):
 
 def test_works_inside_a_pipeline(classification):
     X, y, folds = classification
-    pipe = make_pipeline(StandardScaler(), KernelSearchCV("l2svm", GRID, folds=folds))
+    pipe = make_pipeline(StandardScaler(), KernelSearchCV("l2svm", GRID, cv=folds))
     pipe.fit(X * 10 + 3, y)
     assert pipe.score(X * 10 + 3, y) > 0.8
     assert set(pipe.predict(X[:5] * 10 + 3)) <= {"yes", "no"}
@@ -101,10 +101,10 @@ def test_works_inside_a_pipeline(classification):
 
 def test_default_grid_and_scale_gamma(classification):
     X, y, _ = classification
-    search = KernelSearchCV("lssvm", folds=3).fit(X, y)
+    search = KernelSearchCV("lssvm", cv=3).fit(X, y)
     gammas = search.gamma_grid_["values"]  # from the data: tests/test_gamma_range.py
     assert len(search.cv_results_["params"]) == len(gammas) * 15
-    scale = KernelSearchCV("lssvm", {"gamma": ["scale"], "lam": [0.01]}, folds=3).fit(X, y)
+    scale = KernelSearchCV("lssvm", {"gamma": ["scale"], "lam": [0.01]}, cv=3).fit(X, y)
     assert scale.best_params_ == {"gamma": "scale", "lam": 0.01}
 
 
@@ -113,7 +113,7 @@ def test_poly_kernel_grid(regression):
     grid = {"kernel": ["poly"], "degree": [1, 2, 3], "gamma": [0.5], "lam": [0.01, 0.1]}
     reference = GridSearchCV(KernelRidgeRegressor(), grid, cv=PredefinedSplit(folds),
                              scoring="neg_mean_squared_error").fit(X, y)
-    search = KernelSearchCV("krr", grid, folds=folds).fit(X, y)
+    search = KernelSearchCV("krr", grid, cv=folds).fit(X, y)
     assert search.best_params_ == reference.best_params_
 
 
@@ -135,6 +135,6 @@ def test_bad_input(classification):
     lonely[3] = "only-one"
     with pytest.raises(ValueError, match="lacks 1 of the 3 classes"):
         KernelSearchCV("l2svm", GRID).fit(X, lonely)
-    search = KernelSearchCV("l2svm", GRID, refit=False, folds=folds).fit(X, y)
+    search = KernelSearchCV("l2svm", GRID, refit=False, cv=folds).fit(X, y)
     with pytest.raises(AttributeError, match="refit"):
         search.predict(X)

@@ -20,7 +20,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from kernelcv import KernelSearchCV, cross_validate
+from kernelcv import BIF, KernelSearchCV, cross_validate
 from kernelcv.datasets import make_synthetic
 from kernelcv.estimators import (
     KernelRidgeRegressor,
@@ -93,10 +93,10 @@ def test_degenerate_kernels_never_rank_above_the_choice(binary):
     # finite-order BIF returns rounding noise there (the heart_scale case).
     X, y = binary
     grid = {"gamma": [0.01, 32.0, 1024.0], "lam": [2.0**i / N for i in (-3, 0, 3)]}
-    search = KernelSearchCV(L2SVMClassifier(), grid, order=3, folds=5).fit(X, y)
+    search = KernelSearchCV(L2SVMClassifier(), grid, cv=5, method=BIF(order=3)).fit(X, y)
     _check_invariants(search)
     results = search.cv_results_
-    exact = KernelSearchCV(L2SVMClassifier(), grid, method="exact", folds=5).fit(X, y)
+    exact = KernelSearchCV(L2SVMClassifier(), grid, method="exact", cv=5).fit(X, y)
     has_exact = np.isfinite(results["exact_test_score"])
     np.testing.assert_allclose(results["mean_test_score"][has_exact],
                                exact.cv_results_["mean_test_score"][has_exact])
@@ -150,17 +150,14 @@ def test_group_kfold_with_groups(regression):
         KernelSearchCV("krr", GRID, cv=GroupKFold(4)).fit(X, y)
 
 
-def test_int_cv_is_the_folds_alias_and_bad_cv_is_refused(binary):
+def test_int_cv_is_shuffled_stratified_folds_and_bad_cv_is_refused(binary):
     X, y = binary
     a = KernelSearchCV("lssvm", GRID, cv=5).fit(X, y)
-    b = KernelSearchCV("lssvm", GRID, folds=5).fit(X, y)
     c = KernelSearchCV("lssvm", GRID, cv=StratifiedKFold(5, shuffle=True, random_state=0))
-    np.testing.assert_array_equal(a.cv_results_["mean_test_score"],
-                                  b.cv_results_["mean_test_score"])
     np.testing.assert_allclose(a.cv_results_["mean_test_score"],
                                c.fit(X, y).cv_results_["mean_test_score"], atol=1e-12)
-    with pytest.raises(KernelCVError, match="not both"):
-        KernelSearchCV("lssvm", GRID, cv=5, folds=5).fit(X, y)
+    with pytest.raises(KernelCVError, match="alias folds went in kernelcv 0.2; write cv="):
+        KernelSearchCV("lssvm", GRID, folds=5)
     with pytest.raises(KernelCVError, match="partition"):
         KernelSearchCV("lssvm", GRID, cv=ShuffleSplit(3, random_state=0)).fit(X, y)
     with pytest.raises(KernelCVError, match="groups"):
@@ -277,11 +274,11 @@ def test_scorers_that_need_a_model_go_fold_by_fold(binary):
 def test_c_and_alpha_grids_map_to_lam(binary, regression):
     X, y = binary
     Cs = [0.5, 4.0, 32.0]
-    by_c = KernelSearchCV(L2SVMClassifier(), {"gamma": [0.25], "C": Cs}, folds=5,
+    by_c = KernelSearchCV(L2SVMClassifier(), {"gamma": [0.25], "C": Cs}, cv=5,
                           method="exact").fit(X, y)
     by_lam = KernelSearchCV(L2SVMClassifier(), {"gamma": [0.25],
                                                 "lam": [1 / (2 * N * C) for C in Cs]},
-                            folds=5, method="exact").fit(X, y)
+                            cv=5, method="exact").fit(X, y)
     np.testing.assert_array_equal(by_c.cv_results_["mean_test_score"],
                                   by_lam.cv_results_["mean_test_score"])
     np.testing.assert_allclose(by_c.cv_results_["lam"], [1 / (2 * N * C) for C in Cs])
@@ -336,11 +333,11 @@ def test_default_estimator_is_inferred_from_y(binary, regression, three_classes)
 
 def test_verbose_reports_on_stderr(binary, capsys):
     X, y = binary
-    KernelSearchCV("l2svm", GRID, verbose=2, folds=3).fit(X, y)
+    KernelSearchCV("l2svm", GRID, verbose=2, cv=3).fit(X, y)
     err = capsys.readouterr().err
     assert "16 candidates (4 kernel settings), method 'bif'" in err
     assert "confirm" in err and "best {" in err
-    KernelSearchCV("l2svm", GRID, folds=3).fit(X, y)
+    KernelSearchCV("l2svm", GRID, cv=3).fit(X, y)
     assert capsys.readouterr().err == ""
 
 

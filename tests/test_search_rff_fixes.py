@@ -141,14 +141,15 @@ def test_final_kernel_over_budget_is_refused_before_the_search(capsys, train_fil
                         "--test", path, "--final", "kernel", "--memory-budget", "300K")
     assert code == 2 and err.count("\n") == 1 and "kernelcv: error" in err
     with pytest.raises(KernelCVError, match="final exact"):
-        KernelSearchCV("lssvm", method="rff", final="kernel", memory_budget="300K").fit(
+        KernelSearchCV("lssvm", method=FeatureSpace(final="kernel"),
+                       execution=Execution(memory_budget="300K")).fit(
             *make_synthetic(160, 5, random_state=7))
 
 
 def test_l2svm_final_model_is_the_kernelcv_l2svm(data):
     X, y = data
     search = KernelSearchCV("l2svm", {"gamma": [0.05, 0.5], "lam": [1e-2, 1e-4]},
-                            method="rff", folds=3, features=20).fit(X, y)
+                            method=FeatureSpace(features=20), cv=3).fit(X, y)
     assert isinstance(search.best_estimator_, L2SVMClassifier)
     p = search.best_params_
     reference = L2SVMClassifier(gamma=p["gamma"], lam=p["lam"]).fit(X, y)
@@ -165,7 +166,7 @@ def test_lssvm_without_intercept_is_kept_on_the_rff_path(data, capsys, train_fil
     X, y = data
     base = LSSVMClassifier(fit_intercept=False)
     search = KernelSearchCV(base, {"gamma": [0.05, 0.5], "lam": [1e-2, 1e-4]},
-                            method="rff", folds=3, features=20).fit(X, y)
+                            method=FeatureSpace(features=20), cv=3).fit(X, y)
     assert search.best_estimator_.fit_intercept is False
     assert search.search_.config["feature_intercept"] is False
     free = grid_search(X, y, "lssvm", method=FeatureSpace(features=20), folds=3, **GRID)
@@ -276,15 +277,15 @@ def test_search_cv_final_model_uses_best_params(data, monkeypatch):
 
     monkeypatch.setattr("kernelcv.estimators.search_cv.fit_final", spy)
     search = KernelSearchCV("svm", {"lam": [1e-2, 1e-4], "gamma": [0.05, 0.5]},
-                            method="rff", folds=3, features=20).fit(X, y)
+                            method=FeatureSpace(features=20), cv=3).fit(X, y)
     assert captured == {"gamma": search.best_params_["gamma"],
                         "lam": search.best_params_["lam"]}
 
 
 def test_feature_options_without_rff_and_final_without_test(data, train_file):
     X, y = data
-    with pytest.raises(KernelCVError, match="belong to method='rff'"):
-        KernelSearchCV("svm", method="bif", features=100).fit(X, y)
+    with pytest.raises(KernelCVError, match="moved into objects"):
+        KernelSearchCV("svm", method="bif", features=100)
     report = run_select(train_file / "train.svm", machine="svm",
                         method=FeatureSpace(features=10, final="linear"),
                         gammas=[0.1], Cs=[1.0])

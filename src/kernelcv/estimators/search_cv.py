@@ -27,14 +27,14 @@ from ..exceptions import KernelCVError
 from ..machines import make_machine
 from ..machines.calibration import PairScale, fit_score_scale
 from ..selection.calibration import calibrate_choice, class_codes
-from ..selection.feature_growth import MAX_FEATURES, TIME_BUDGET
 from ..selection.feature_space import FeatureSpace
 from ..selection.final import check_final_kernel, fit_final
-from ..selection.method_choice import method_name
+from ..selection.method_choice import make_method, method_name
+from ..selection.methods import BIF
+from ..selection.moved_options import moved_error
 from ..selection.options import Execution, Safeguards, SearchSpace
-from ..selection.refine import refine_for_final
 from ..selection.screening import Screening
-from ..selection.search import make_method, run_search
+from ..selection.search import run_search
 from ..validation import explicit_splits, make_folds, partitions, splitter_fold_ids
 from ._base import _resolve_gamma
 from ._search_refit import FoldByFold, fold_splits, refit_search
@@ -43,7 +43,6 @@ from ._search_space import ESTIMATORS, default_grid, grid_candidates, split_esti
 from ._stand_ins import stand_in_kernel
 
 __all__ = ["ESTIMATORS", "KernelSearchCV"]
-_RFF_DEFAULTS = ("auto", None, None, "auto", "auto", 30, MAX_FEATURES, TIME_BUDGET)
 _PAPER_HINT = ("the papers' grid: param_grid={'gamma': kernelcv.selection.grids."
                "default_gammas(), ...}")
 
@@ -81,7 +80,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``2^(2k+1)`` of the papers' grid without those whose kernel matrix is
         numerically the identity or near-constant (``gamma_grid_``; docs/grids.md);
         ``method="rff"`` and the poly kernel keep the method's fixed gamma grid.
-    scoring : str, callable or None, default=None
+    scoring : str, callable, list, dict or None, default=None
         None: accuracy (classifiers) or negative MSE (regressors). The fast criteria
         compute ``"accuracy"``, ``"balanced_accuracy"``, ``"roc_auc"``,
         ``"average_precision"``, ``"f1"``, ``"precision"``, ``"recall"`` (two classes;
@@ -92,25 +91,43 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         scorer names (``"neg_log_loss"``) and callables ``scorer(estimator, X, y)``
         need ``method="exact"``, as do several metrics (a list, or a dict of names to
         scorers, with ``refit`` naming the one that chooses).
-    cv : int, splitter, iterable of (train, test) or "auto", default=None (10)
+    n_jobs : int or None, default=None
+        Kernel settings evaluated in parallel (joblib; fold-by-fold searches: folds and
+        candidates, as GridSearchCV). Given here, an ``execution`` must leave its own
+        ``n_jobs`` at the default; left None, ``execution.n_jobs`` applies.
+    refit : bool, str or callable, default=True
+        Fit ``best_estimator_`` on all data. A callable takes ``cv_results_`` and returns
+        the index of the candidate to refit (``best_index_``), as in GridSearchCV; with
+        several metrics, the name of the one that chooses.
+    cv : int, splitter, iterable of (train, test) or array of fold ids, default=None (10)
         An int t: stratified (classifiers) shuffled folds seeded by ``random_state``, the
         same as ``StratifiedKFold(t, shuffle=True, random_state=random_state)``
         (``KFold`` for regressors); a scikit-learn splitter whose test sets partition the
         samples (``KFold``, ``StratifiedKFold``, ``GroupKFold`` with ``groups`` in
-        ``fit``, ``LeaveOneOut``, ``PredefinedSplit``); an array of fold ids; ``"auto"``:
-        t and the BIF order per lam from ``epsilon`` (granularity selection).
-    folds : alias of ``cv`` (the earlier name); give one of them.
-    method : {"closed-form", "bif", "exact", "gacv", "rff", "spectral"} or a method
-        object, default=None
-        Closed-form for krr/lssvm, bif otherwise. A method object of
-        :mod:`kernelcv.selection` (``BIF(order=8)``, ``Spectral(tol=1e-12)``) carries its
-        own options (``order``, ``epsilon`` and the rff options keep their defaults).
-        ``"spectral"``: exact CV of every candidate of a kernel setting from one
-        eigendecomposition (no confirmations).
-    order, epsilon, granularity : BIF order (default ``"inf"``), tolerated error and
-        rule of ``cv="auto"``.
-    confirm : int, default=3
-        Best candidates of an approximate search re-evaluated by exact refit CV.
+        ``fit``, ``LeaveOneOut``, ``PredefinedSplit``); an array of fold ids
+        (``method="exact"`` takes any splits, fold by fold). Granularity selection (t and
+        the BIF order per lam, formerly ``cv="auto"``) is a method:
+        ``method=BIF(granularity=GranularityRule(epsilon, "adaptive"))``, with cv None.
+    verbose : int, default=0
+        1: one line before and after the search on stderr; 2: progress of every stage.
+    pre_dispatch, error_score, return_train_score : GridSearchCV's
+        Used where folds are fitted one by one (``method="exact"`` with a Pipeline or a
+        scorer that needs a model, and every ``return_train_score=True`` search, which
+        needs ``method="exact"``: the fast criteria form held-out values only). The fast
+        criteria have no failing fits to score: a candidate they cannot evaluate is a
+        one-line ``KernelCVError`` (as ``error_score="raise"``); ``pre_dispatch`` does
+        not apply to their parallelism over kernel settings.
+    method : str or method object, default=None
+        A name, ``"closed-form"``, ``"bif"``, ``"exact"``, ``"gacv"``, ``"rff"`` or
+        ``"spectral"``, with the method's default options (None: closed-form for
+        krr/lssvm, bif otherwise), or a method object of :mod:`kernelcv.selection`
+        carrying its options: ``BIF(order=, tol=, granularity=GranularityRule(epsilon,
+        rule))``, ``FeatureSpace(features=, feature_map=, feature_loss=, feature_seed=,
+        refine=, refine_evals=, max_features=, feature_time=, final=, final_features=,
+        final_kernel_limit=)`` (``method="rff"``; ``final`` chooses ``best_estimator_``:
+        ``"kernel"``, ``"linear"`` or ``"auto"``), ``Spectral(tol=)``, ``ExactRefit()``,
+        ``ClosedForm()``, ``GACV()``. ``"spectral"``: exact CV of every candidate of a
+        kernel setting from one eigendecomposition (no confirmations).
     screen : {"off", "coarse", "halving", "auto"}, default="off"
         Evaluate the whole grid (GridSearchCV's behaviour), or only the candidates a
         coarse-to-fine walk reaches (``kernelcv select``'s screening,
@@ -120,26 +137,25 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         (every lam of a setting costs about one), else ``"halving"`` from 200 rows,
         ``"coarse"`` below. On 10-class digits (8 x 8 grid, 5 folds) ``"auto"`` took
         10.2 s instead of 15.8 s, with the same choice.
-    recheck_degenerate : bool, default=True
-    refit : bool or callable, default=True
-        Fit ``best_estimator_`` on all data. A callable takes ``cv_results_`` and returns
-        the index of the candidate to refit (``best_index_``), as in GridSearchCV.
-    verbose : int, default=0
-        1: one line before and after the search on stderr; 2: progress of every stage.
-    n_jobs, backend, scheduler : parallel kernel settings (joblib or Dask).
     random_state : int, default=0
-        Seed of the fold assignment.
-    checkpoint, memory_budget : a JSON Lines file of finished settings; a byte budget.
-    error_score, return_train_score, pre_dispatch : GridSearchCV's, used where folds are
-        fitted one by one (``method="exact"`` with a Pipeline or a scorer that needs a
-        model, and every ``return_train_score=True`` search, which needs
-        ``method="exact"``: the fast criteria form held-out values only). The fast
-        criteria have no failing fits to score: a candidate they cannot evaluate is a
-        one-line ``KernelCVError`` (as ``error_score="raise"``); ``pre_dispatch`` does not
-        apply to their parallelism over kernel settings.
-    features, feature_map, feature_loss, final, refine, refine_evals, max_features, feature_time :
-        ``method="rff"`` only (see :func:`kernelcv.selection.grid_search`); ``features``
-        defaults to ``"auto"``, the adaptive feature count.
+        Seed of the fold assignment (and of the random features, unless the
+        ``FeatureSpace`` gives ``feature_seed``).
+    safeguards : Safeguards or None, default=None (``Safeguards()``)
+        The exact refits after an approximate search: ``Safeguards(confirm=3,
+        recheck_degenerate=True)``, the best candidates confirmed by exact refit CV
+        (0: none) and whether degenerate candidates are re-evaluated exactly.
+    execution : Execution or None, default=None (``Execution()``)
+        Where the fast search runs and what it may use: ``Execution(backend="auto",
+        scheduler=None, checkpoint=None, memory_budget=None, progress=None)`` (joblib or
+        Dask, a JSON Lines file of finished settings, a byte budget such as ``"8G"``;
+        see :class:`kernelcv.selection.Execution`). ``progress(stage, done, total)``,
+        when given, is called instead of ``verbose=2``'s printing; ``n_jobs`` see above.
+
+    The flat options of kernelcv 0.1 (``folds``, ``order``, ``epsilon``,
+    ``granularity``, ``confirm``, ``recheck_degenerate``, ``backend``, ``scheduler``,
+    ``checkpoint``, ``memory_budget`` and the rff options ``features``, ...,
+    ``feature_time``, ``final``) are refused with a ``KernelCVError`` naming the object
+    that holds them now (docs/search-cv.md, "Moved in 0.2").
 
     Attributes
     ----------
@@ -180,52 +196,87 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
     ``multiclass`` scheme (one-vs-one by default).
     """
 
-    def __init__(self, estimator=None, param_grid=None, *, scoring=None, cv=None,
-                 folds=None, method=None, order="inf", epsilon=None, granularity="adaptive",
-                 confirm=3, recheck_degenerate=True, refit=True, verbose=0, n_jobs=None,
-                 backend="auto", scheduler=None, random_state=0, checkpoint=None,
-                 memory_budget=None, features="auto", feature_map=None, feature_loss=None,
-                 final="auto", refine="auto", refine_evals=30, max_features=MAX_FEATURES,
-                 feature_time=TIME_BUDGET, screen="off", error_score=np.nan,
-                 return_train_score=False, pre_dispatch="2*n_jobs"):
+    def __new__(cls, *args, **kwargs):
+        # scikit-learn reads the parameters from __init__'s signature, which therefore
+        # cannot take **kwargs: the options that moved into objects in 0.2 are refused
+        # here, with the new spelling, instead of by Python's bare TypeError.
+        moved = [name for name in kwargs if name not in cls._get_param_names()]
+        if moved:
+            raise _moved(cls.__name__, moved)
+        return super().__new__(cls)
+
+    def __init__(self, estimator=None, param_grid=None, *, scoring=None, n_jobs=None,
+                 refit=True, cv=None, verbose=0, pre_dispatch="2*n_jobs",
+                 error_score=np.nan, return_train_score=False, method=None, screen="off",
+                 random_state=0, safeguards=None, execution=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.scoring = scoring
-        self.cv = cv
-        self.folds = folds
-        self.method = method
-        self.order = order
-        self.epsilon = epsilon
-        self.granularity = granularity
-        self.confirm = confirm
-        self.recheck_degenerate = recheck_degenerate
-        self.refit = refit
-        self.verbose = verbose
         self.n_jobs = n_jobs
-        self.backend = backend
-        self.scheduler = scheduler
-        self.random_state = random_state
-        self.checkpoint = checkpoint
-        self.memory_budget = memory_budget
-        self.features = features
-        self.feature_map = feature_map
-        self.feature_loss = feature_loss
-        self.final = final
-        self.refine = refine
-        self.refine_evals = refine_evals
-        self.max_features = max_features
-        self.feature_time = feature_time
-        self.screen = screen
+        self.refit = refit
+        self.cv = cv
+        self.verbose = verbose
+        self.pre_dispatch = pre_dispatch
         self.error_score = error_score
         self.return_train_score = return_train_score
-        self.pre_dispatch = pre_dispatch
+        self.method = method
+        self.screen = screen
+        self.random_state = random_state
+        self.safeguards = safeguards
+        self.execution = execution
+
+    def set_params(self, **params):
+        """Set parameters, as scikit-learn's; the options moved into objects in 0.2 are
+        refused with their new spelling."""
+        moved = [name for name in params
+                 if "__" not in name and name not in self._get_param_names()]
+        error = _moved(type(self).__name__, moved) if moved else None
+        if isinstance(error, KernelCVError):
+            raise error
+        return super().set_params(**params)  # scikit-learn's error for an unknown name
 
     # ------------------------------------------------------------------ options
-    def _cv(self):
-        if self.cv is not None and self.folds is not None:
-            raise KernelCVError("give cv or its alias folds, not both")
-        chosen = self.cv if self.cv is not None else self.folds
-        return 10 if chosen is None else chosen
+    def _cv(self, method):
+        if isinstance(self.cv, str):
+            raise KernelCVError(
+                f"cv={self.cv!r}: granularity selection is a method since kernelcv 0.2; "
+                "write method=BIF(granularity=GranularityRule(epsilon, 'adaptive')) and "
+                "leave cv=None")
+        if isinstance(method, BIF) and method.granularity is not None:
+            if self.cv is not None:
+                raise KernelCVError(
+                    "BIF granularity selection chooses the folds per lam (fixed 10 folds "
+                    "serve its degeneracy checks); leave cv=None")
+            return "auto"
+        return 10 if self.cv is None else self.cv
+
+    def _safeguards(self) -> Safeguards:
+        if self.safeguards is None:
+            return Safeguards()
+        if not isinstance(self.safeguards, Safeguards):
+            raise KernelCVError(f"safeguards must be a kernelcv.Safeguards, got "
+                                f"{self.safeguards!r}")
+        return self.safeguards
+
+    def _execution(self) -> Execution:
+        """The execution of the search: ``execution`` with the flat ``n_jobs`` (which wins
+        when given; an ``execution`` must then leave its own at the default) and, with
+        ``verbose=2`` and no ``progress`` of its own, the stage lines on stderr."""
+        execution = self.execution
+        if execution is None:
+            execution = Execution(n_jobs=self.n_jobs)
+        elif not isinstance(execution, Execution):
+            raise KernelCVError(f"execution must be a kernelcv.Execution, got {execution!r}")
+        elif self.n_jobs is not None:
+            if execution.n_jobs != Execution().n_jobs:
+                raise KernelCVError(
+                    f"n_jobs={self.n_jobs!r} and execution=Execution(n_jobs="
+                    f"{execution.n_jobs!r}): give n_jobs once (KernelSearchCV's n_jobs, "
+                    "scikit-learn's name)")
+            execution = replace(execution, n_jobs=self.n_jobs)
+        if execution.progress is None and self.verbose >= 2:
+            execution = replace(execution, progress=self._progress)
+        return execution
 
     def _scoring(self, classifier):
         """``(HeldoutScore or None, scorer_, fold-by-fold needed)``; ``scorer_`` is a dict
@@ -323,13 +374,16 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                 f"values; the fast criteria offer {', '.join(SCORES)}; use one of them, or "
                 "method='exact' (fold-by-fold refits, as GridSearchCV)")
         n = X.shape[0] if hasattr(X, "shape") else len(X)
-        cv = self._cv()
+        # the method object: as given, or a name's with its default options
+        method = make_method(self.method, base._machine_name)
+        cv = self._cv(method)
         pairs = explicit_splits(cv, X, y, groups) if name == "exact" else None
         any_splits = pairs is not None and not partitions(pairs, n)
         # method 'exact' takes any splits fold by fold (ShuffleSplit, RepeatedKFold), as
         # GridSearchCV; the shared criteria need test sets that partition the rows
         try:
-            folds = pairs if any_splits else splitter_fold_ids(
+            # "auto": BIF granularity selection, which chooses its own folds
+            folds = cv if isinstance(cv, str) else pairs if any_splits else splitter_fold_ids(
                 cv if pairs is None else pairs, X, y, groups if pairs is None else None)
         except KernelCVError as error:
             if "partition" not in str(error):
@@ -337,15 +391,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise KernelCVError(f"{error}; method='exact' takes any splits, fold by fold "
                                 "(as GridSearchCV)") from None
         rff = name == FeatureSpace.name
-        self._check_rff_options(rff)
-        method = make_method(
-            self.method, base._machine_name, folds=folds, order=self.order,
-            epsilon=self.epsilon, granularity=self.granularity,
-            **({"features": self.features, "feature_map": self.feature_map,
-                "feature_loss": self.feature_loss,
-                "refine": refine_for_final(self.refine, self.final),
-                "refine_evals": self.refine_evals, "max_features": self.max_features,
-                "feature_time": self.feature_time} if rff else {}))
+        safeguards, execution = self._safeguards(), self._execution()
         default, derived = (None, None) if self.param_grid is not None else default_grid(
             base, head, method, X, y)
         self.gamma_grid_ = None if derived is None else derived.to_dict()
@@ -364,10 +410,10 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         if (head is not None and name == "exact" or fold_by_fold or self.return_train_score
                 or any_splits):
             self._fit_fold_by_fold(head, base, prefix, params, search_params, lams, X, y,
-                                   folds, classifier)
+                                   folds, classifier, execution.n_jobs)
         else:
             self._fit_fast(head, base, prefix, params, search_params, lams, X, y, folds,
-                           classifier, score, method, rff)
+                           classifier, score, method, rff, safeguards, execution)
         self.best_params_ = params[self.best_index_]
         chooser = ("score" if not self.multimetric_ or callable(self.refit)
                    else self.refit)
@@ -391,22 +437,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                                 f"index of cv_results_ (0..{n - 1})")
         self.best_index_ = int(index)
 
-    def _check_rff_options(self, rff):
-        if rff and self.final not in ("auto", "kernel", "linear"):
-            raise KernelCVError(f"final must be 'auto', 'kernel' or 'linear', got "
-                                f"{self.final!r}")
-        if not rff and ((self.features, self.feature_map, self.feature_loss, self.final,
-                         self.refine, self.refine_evals, self.max_features,
-                         self.feature_time) != _RFF_DEFAULTS):
-            raise KernelCVError("features, feature_map, feature_loss, final, refine, "
-                                "refine_evals, max_features and feature_time belong to "
-                                "method='rff'")
-
     def _fit_fold_by_fold(self, head, base, prefix, params, search_params, lams, X, y,
-                          folds, classifier):
-        if isinstance(folds, str):
-            raise KernelCVError("cv='auto' chooses BIF orders; give method 'exact' a number "
-                                "of folds or a splitter")
+                          folds, classifier, n_jobs):
         estimator = clone(self._searched)
         if isinstance(folds, list):  # (train, test) pairs that do not partition the rows
             fold_ids, splits = None, folds
@@ -419,7 +451,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                   "candidates, fold by fold (method 'exact')", file=sys.stderr)
         self.search_ = None
         options = FoldByFold(
-            n_jobs=self.n_jobs, verbose=self.verbose, error_score=self.error_score,
+            n_jobs=n_jobs, verbose=self.verbose, error_score=self.error_score,
             return_train_score=self.return_train_score, pre_dispatch=self.pre_dispatch,
             refit=self.refit if self.multimetric_ and not callable(self.refit) else None)
         self.cv_results_, self.best_index_ = refit_search(
@@ -443,7 +475,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                 self.calibration_ = fit_score_scale(values, class_codes(y))
 
     def _fit_fast(self, head, base, prefix, params, search_params, lams, X, y, folds,
-                  classifier, score, method, rff):
+                  classifier, score, method, rff, safeguards, execution):
         fitted_head = None if head is None else clone(head).fit(X, y)
         X_search = X if fitted_head is None else fitted_head.transform(X)
         X_checked = base._validate_fit_input(X_search, y, y_numeric=not classifier)[0]
@@ -452,8 +484,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         if score is not None:
             method = replace(method, scoring=score)
         machine = base._machine_name
-        if rff and self.refit and self.final == "kernel":
-            check_final_kernel(machine, n, self.memory_budget)
+        if rff and self.refit and method.final == "kernel":
+            check_final_kernel(machine, n, execution.memory_budget)
         options = base._machine_options()
         kernels = {s["kernel"] for s in settings}
         if self.verbose:
@@ -468,11 +500,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             method, SearchSpace.explicit(kernels.pop() if len(kernels) == 1 else "mixed",
                                          settings, setting_lams),
             folds=folds, random_state=self.random_state, average="folds",
-            safeguards=Safeguards(self.confirm, self.recheck_degenerate),
-            execution=Execution(n_jobs=self.n_jobs, backend=self.backend,
-                                scheduler=self.scheduler, checkpoint=self.checkpoint,
-                                memory_budget=self.memory_budget,
-                                progress=self._progress if self.verbose >= 2 else None),
+            safeguards=safeguards, execution=execution,
             screening=Screening(strategy=_screen_strategy(self.screen, n, method.name)))
         self.search_ = result
         lookup = {(order[c["setting"]], float(c["lam"])): i
@@ -498,9 +526,10 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             # The final model is a clone of the given estimator (its options kept) at the
             # chosen gamma and lam.
             final, self.final_kind_, notes = fit_final(
-                X_checked, np.asarray(y), result, self.final, self.memory_budget,
+                X_checked, np.asarray(y), result, method.final, execution.memory_budget,
                 best={"gamma": _resolve_gamma(best.get("gamma", base.gamma), X_checked),
-                      "lam": best.get("lam", base.lam)}, estimator=base)
+                      "lam": best.get("lam", base.lam)}, estimator=base,
+                kernel_limit=method.final_kernel_limit, final_features=method.final_features)
             result.notes.extend(notes)
             self.best_estimator_ = final if fitted_head is None else Pipeline(
                 [*fitted_head.steps, (prefix[:-2], final)])
@@ -637,3 +666,14 @@ def _machine_values(estimator, X):
         X = estimator[:-1].transform(X) if len(estimator.steps) > 1 else X
         estimator = estimator.steps[-1][1]
     return estimator.machine_values(X)
+
+
+def _moved(owner: str, names) -> Exception:
+    """The error for keyword names that are not parameters: ``folds`` (the former alias of
+    ``cv``) or an option moved into an object in 0.2 (:func:`moved_error`)."""
+    rest = [name for name in names if name != "folds"]
+    error = moved_error(owner, rest) if rest else None
+    if "folds" not in names or isinstance(error, TypeError):
+        return error
+    text = f"{owner}(folds=...): the alias folds went in kernelcv 0.2; write cv=..."
+    return KernelCVError(text if error is None else f"{text}; and {error}")

@@ -1,9 +1,10 @@
 """Which CV method object a search uses: :func:`make_method` from the flat options.
 
-The flat keyword interface (:func:`kernelcv.selection.search.grid_search`, the CLI,
-``KernelSearchCV``) names a method and its options; :func:`make_method` checks that the
-options belong to that method and returns the unbound method object of
-:mod:`kernelcv.selection.methods` or :mod:`kernelcv.selection.feature_space`.
+The flat keyword interface (:func:`kernelcv.selection.search.grid_search`, the CLI)
+names a method and its options (``KernelSearchCV`` a name alone, or the object);
+:func:`make_method` checks that the options belong to that method and returns the unbound
+method object of :mod:`kernelcv.selection.methods` or
+:mod:`kernelcv.selection.feature_space`.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 :func:`kernelcv.selection.search.run_search` takes the machine, a CV method object
 (:mod:`kernelcv.selection.methods`) and these groups: the search space
 (:class:`SearchSpace`), the safeguards (:class:`Safeguards`) and the execution
-(:class:`Execution`). The flat keyword interfaces (``grid_search``, ``KernelSearchCV``, the
-CLI) build them.
+(:class:`Execution`). The flat keyword interfaces (``grid_search``, the CLI) build them;
+``KernelSearchCV`` takes ``safeguards=Safeguards(...)`` and ``execution=Execution(...)``.
 """
 
 from __future__ import annotations
