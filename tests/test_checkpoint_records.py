@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernelcv import Execution
+from flat_options import as_objects
+from kernelcv import Execution, Safeguards
 from kernelcv.cli import main
 from kernelcv.datasets import make_synthetic
 from kernelcv.selection.record_checks import check_exact, check_setting_records
@@ -35,9 +36,9 @@ def problem():
 
 def _search(problem, path, machine="l2svm", **options):
     X, y = problem
-    options = {"gammas": GAMMAS, "lams": LAMS, "folds": 4, "random_state": 0,
-               "checkpoint": path, **options}
-    return grid_search(X, y, machine, **options)
+    spec, options = as_objects(machine, {"gammas": GAMMAS, "lams": LAMS, "folds": 4,
+                                         "random_state": 0, "checkpoint": path, **options})
+    return grid_search(X, y, spec, **options)
 
 
 def _stable(result):
@@ -141,7 +142,7 @@ def test_records_of_every_method_pass_the_checks(problem, tmp_path, options):
     if options["machine"] in ("krr", "svr"):
         y = X[:, 0] + 0.1 * np.sin(7 * X[:, 1])
     options = dict(options)
-    machine = options.pop("machine")
+    machine, options = as_objects(options.pop("machine"), options)
     path = tmp_path / "c.ckpt"
     first = grid_search(X, y, machine, gammas=GAMMAS, lams=LAMS, folds=4, **options,
                         execution=Execution(checkpoint=path))
@@ -355,7 +356,7 @@ def test_a_forged_confirmation_does_not_choose_a_resumed_gacv_search(tmp_path):
     y = np.where(X[:, 0] + 0.5 * rng.normal(size=80) > 0, 1, -1)
     path = tmp_path / "g.ckpt"
     options = dict(gammas=[0.1, 1.0], lams=[1e-3, 1e-2, 1e-1], folds=5, method="gacv",
-                   checkpoint=path, confirm=3)
+                   execution=Execution(checkpoint=path), safeguards=Safeguards(confirm=3))
     reference = grid_search(X, y, "svm", **options)
     lines = path.read_text().splitlines()
     key = json.loads(lines[0])["fingerprint"]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import dump_svmlight_file
 
+from flat_options import as_objects
 from kernelcv import BIF, make_machine
 from kernelcv.cli import main, run_cv
 from kernelcv.cv import cross_validate
@@ -93,9 +94,9 @@ def test_json_equals_library(capsys, svm_file, machine, method, extra, kwargs):
     summary, _ = _run_json(capsys, "cv", svm_file, "--machine", machine, "--gamma", 0.2,
                            "--lam", 0.01, "--method", method, *extra)
     X, y = load_data(svm_file)  # the same (sparse) matrix the command line sees
-    options = {"folds": 10, "random_state": 0, **kwargs}
-    expected = cross_validate(X, y, machine=machine, gamma=0.2, lam=0.01, method=method,
-                              **options)
+    spec, options = as_objects(machine, {"folds": 10, "random_state": 0, "method": method,
+                                         **kwargs})
+    expected = cross_validate(X, y, machine=spec, gamma=0.2, lam=0.01, **options)
     assert summary["cv_error"] == expected.cv_error
     assert summary["fold_errors"] == [float(e) for e in expected.fold_errors]
     for key in ("cv_error", "method", "order", "folds", "n_samples", "seconds",

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import dump_svmlight_file
 
-from kernelcv import Execution, FeatureSpace
+from kernelcv import Execution, FeatureSpace, make_machine
 from kernelcv.cli import main
 from kernelcv.exceptions import KernelCVError
 from kernelcv.selection import backends, dask_rows
@@ -26,7 +26,7 @@ dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 
 N, D = 100_000, 20  # 16 MB of X; each worker may use 12 MB
-GRID = {"gammas": [0.02, 0.2], "Cs": [1.0, 16.0], "folds": 5, "refine": False}
+GRID = {"gammas": [0.02, 0.2], "Cs": [1.0, 16.0], "folds": 5}
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +68,9 @@ def _same(result, reference):
 
 def test_cluster_sums_equal_the_in_memory_search(client, data):
     X, y = data
-    reference = grid_search(X, y, "svm", method=FeatureSpace(max_features=128), **GRID)
-    result = grid_search(X, y, "svm", method=FeatureSpace(max_features=128), **GRID,
+    reference = grid_search(X, y, "svm",
+                            method=FeatureSpace(refine=False, max_features=128), **GRID)
+    result = grid_search(X, y, "svm", method=FeatureSpace(refine=False, max_features=128), **GRID,
                          execution=Execution(scheduler=client))
     _same(result, reference)
     assert len(client.run(lambda dask_worker: len(dask_worker.data))) == 2
@@ -90,19 +91,20 @@ def _blocks_from_file(path, rows):
 def test_cluster_from_a_dask_array_and_a_streamed_file(client, data, tmp_path):
     X, y = data
     options = {"features": 64, "feature_loss": "square"}
-    reference = grid_search(X, y, "svm", method="rff", **GRID, **options)
+    reference = grid_search(X, y, "svm", method=FeatureSpace(refine=False, **options), **GRID)
     np.save(tmp_path / "X.npy", X)
     Xd = _blocks_from_file(str(tmp_path / "X.npy"), 12_500)
-    result = grid_search(Xd, da.from_array(y, chunks=12_500), "svm", method="rff", **GRID,
-                         **options, execution=Execution(scheduler=client))
+    result = grid_search(Xd, da.from_array(y, chunks=12_500), "svm",
+                         method=FeatureSpace(refine=False, **options), **GRID,
+                         execution=Execution(scheduler=client))
     _same(result, reference)
     small = slice(0, 2000)
     dump_svmlight_file(X[small], y[small], str(tmp_path / "part.svm"))
     source = open_svmlight_files(tmp_path / "part.svm", block_bytes=2**14)[0]
-    options = {"features": 24, "feature_loss": "squared_hinge", "gammas": [0.2],
-               "Cs": [1.0, 16.0], "folds": 3, "refine": False}
-    reference = grid_search(source, None, "l2svm", method="rff", **options)
-    result = grid_search(source, None, "l2svm", method="rff", **options,
+    options = {"method": FeatureSpace(features=24, feature_loss="squared_hinge"),
+               "gammas": [0.2], "Cs": [1.0, 16.0], "folds": 3}
+    reference = grid_search(source, None, "l2svm", **options)
+    result = grid_search(source, None, "l2svm", **options,
                          execution=Execution(backend="dask", scheduler=client))
     _same(result, reference)
 
@@ -113,10 +115,10 @@ def test_cluster_sums_of_three_classes_equal_the_in_memory_search(client, data):
     this process (tests/test_rff_multiclass.py checks those against per-machine refits)."""
     X = data[0][:20_000]
     y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5]).astype(float)  # 3 classes
-    options = {**GRID, "max_features": 32, "multiclass": "ovr"}
-    result = grid_search(X, y, "l2svm", method="rff", **options,
-                         execution=Execution(scheduler=client))
-    local = grid_search(X, y, "l2svm", method="rff", **options)
+    machine = make_machine("l2svm", multiclass="ovr")
+    options = {**GRID, "method": FeatureSpace(refine=False, max_features=32)}
+    result = grid_search(X, y, machine, **options, execution=Execution(scheduler=client))
+    local = grid_search(X, y, machine, **options)
     assert [c["cv_error"] for c in result.candidates] == pytest.approx(
         [c["cv_error"] for c in local.candidates], abs=1e-12)
     assert result.best_index == local.best_index
@@ -128,7 +130,7 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path, monkeypatch, capsys, d
     X, y = data
     tic = time.perf_counter()
     with pytest.raises(KernelCVError, match="cannot reach Dask scheduler"):
-        grid_search(X[:500], y[:500], "svm", method="rff", **GRID,
+        grid_search(X[:500], y[:500], "svm", method=FeatureSpace(refine=False), **GRID,
                     execution=Execution(scheduler="tcp://127.0.0.1:9"))
     assert time.perf_counter() - tic < 30
     dump_svmlight_file(X[:300], y[:300], str(tmp_path / "t.svm"))

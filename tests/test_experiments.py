@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
+from flat_options import as_objects
 from kernelcv.exceptions import KernelCVError
 from kernelcv.experiments import protocol, runners, suites, tables
 from kernelcv.experiments.convergence import order_curve
@@ -200,8 +201,9 @@ def test_sklearn_and_exact_cv_agree_at_every_grid_point(machine):
     options = runners._machine_options(machine)
     for candidate, score in zip(search.cv_results_["params"],
                                 search.cv_results_["mean_test_score"], strict=True):
-        exact = cross_validate(X, y, machine, gamma=candidate["gamma"],
-                               lam=lam_of[candidate["alpha"]], folds=folds[10], **options)
+        spec, _ = as_objects(machine, options, machine_epsilon=True)
+        exact = cross_validate(X, y, spec, gamma=candidate["gamma"],
+                               lam=lam_of[candidate["alpha"]], folds=folds[10])
         sk = -score if machine == "krr" else 1.0 - score
         assert exact.cv_error == pytest.approx(sk, rel=1e-7, abs=1e-12), candidate
     # and the benchmark's two criteria find the same best CV error

@@ -194,12 +194,14 @@ def test_adaptive_search_records_equal_the_closed_form_at_their_size(data):
 
 def test_growth_stops_at_the_maximum_and_the_time_budget(data):
     X, y, _ = data
-    grid = {"gammas": [0.1, 1.0], "Cs": [1.0, 10.0], "refine": False, "folds": 3}
-    capped = grid_search(X, y, "l2svm", method=FeatureSpace(max_features=100), **grid)
+    grid = {"gammas": [0.1, 1.0], "Cs": [1.0, 10.0], "folds": 3}
+    capped = grid_search(X, y, "l2svm", method=FeatureSpace(max_features=100, refine=False),
+                         **grid)
     path = capped.to_dict()["feature_space"]["path"]
     assert [p["features"] for p in path][-1] <= 100
     assert capped.to_dict()["feature_space"]["stop"] in ("stable", "max_features")
-    rushed = grid_search(X, y, "l2svm", method=FeatureSpace(feature_time=1e-9), **grid)
+    rushed = grid_search(X, y, "l2svm", method=FeatureSpace(feature_time=1e-9, refine=False),
+                         **grid)
     space = rushed.to_dict()["feature_space"]
     assert space["stop"] == "time" and [p["features"] for p in space["path"]] == [64]
     assert any("time" in note and "budget" in note for note in rushed.notes)
@@ -225,7 +227,7 @@ def test_growth_options_are_checked(data):
                           ({"feature_time": 0}, "feature_time must be a positive"),
                           ({"features": "many"}, "integer >= 1")]:
         with pytest.raises(KernelCVError, match=match):
-            grid_search(X, y, "svm", method="rff", **kwargs)
+            grid_search(X, y, "svm", method=FeatureSpace(**kwargs))
     with pytest.warns(FutureWarning), pytest.raises(KernelCVError,
                                                     match="belong to method='rff'"):
         grid_search(X, y, "svm", max_features=100)

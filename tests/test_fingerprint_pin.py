@@ -17,6 +17,7 @@ import json
 import numpy as np
 import pytest
 
+from flat_options import as_objects
 from kernelcv import Execution, Safeguards, grid_search
 
 PINNED = [
@@ -46,7 +47,9 @@ def _data():
 def test_checkpoint_fingerprint_is_pinned(tmp_path, options, expected):
     X, y = _data()
     path = tmp_path / "search.jsonl"
-    grid_search(X, y, **options, safeguards=Safeguards(confirm=0),
+    options = dict(options)
+    machine, options = as_objects(options.pop("machine"), options)
+    grid_search(X, y, machine, **options, safeguards=Safeguards(confirm=0),
                 execution=Execution(checkpoint=str(path)))
     header = json.loads(path.read_text().splitlines()[0])
     assert header["fingerprint"] == expected

@@ -148,12 +148,11 @@ def test_order_inf_with_shared_factorisation_equals_refit_cv_for_the_square_loss
     X = rng.normal(size=(157, 3))
     y = np.where(X[:, 0] - X[:, 1] + 0.5 * rng.normal(size=157) > 0, 1.0, -1.0)
     fold_ids = rng.permutation(np.arange(157) % 10)
-    machine = "lssvm" if intercept else "krr"
-    kwargs = {"fit_intercept": True} if intercept else {}
+    machine = kc.make_machine("lssvm", fit_intercept=True) if intercept else "krr"
     exact = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-3, folds=fold_ids,
-                              method="exact", **kwargs).predictions
+                              method="exact").predictions
     fast = kc.cross_validate(X, y, machine, gamma=0.3, lam=1e-3, folds=fold_ids,
-                             method=BIF(order="inf"), **kwargs).predictions
+                             method=BIF(order="inf")).predictions
     assert rel(fast, exact) < 1e-8
 
 

@@ -26,6 +26,7 @@ from kernelcv import (
     Execution,
     FeatureSpace,
     KernelCVError,
+    Safeguards,
     cross_validate,
     grid_search,
     make_kernel,
@@ -348,7 +349,8 @@ def test_bif_finite_orders_converge_to_order_inf_with_intercept(n, seed, name, n
 
 def test_grid_search_and_checkpoint_key_follow_the_intercept(tmp_path):
     X, y = _classification()
-    grid = {"gammas": [0.5], "lams": [0.01, 0.1], "folds": 5, "confirm": 0}
+    grid = {"gammas": [0.5], "lams": [0.01, 0.1], "folds": 5,
+            "safeguards": Safeguards(confirm=0)}
     default = grid_search(X, y, "l2svm", **grid)
     bias_free = grid_search(X, y, make_machine("l2svm", fit_intercept=False), **grid)
     assert default.config["fit_intercept"] is True
@@ -378,14 +380,15 @@ def test_kernel_search_cv_keeps_the_estimators_intercept():
 
 def test_random_features_follow_the_machines_intercept():
     X, y = _classification(n=80)
-    grid = {"gammas": [0.25, 1.0], "lams": [0.01, 0.1], "folds": 4, "features": 20}
-    free = grid_search(X, y, "l2svm", method="rff", **grid)
+    grid = {"gammas": [0.25, 1.0], "lams": [0.01, 0.1], "folds": 4,
+            "method": FeatureSpace(features=20)}
+    free = grid_search(X, y, "l2svm", **grid)
     assert free.config["feature_intercept"] is True
-    none = grid_search(X, y, make_machine("l2svm", fit_intercept=False), method="rff", **grid)
+    none = grid_search(X, y, make_machine("l2svm", fit_intercept=False), **grid)
     assert none.config["feature_intercept"] is False
-    assert grid_search(X, y, "svm", method="rff", **grid).config["feature_intercept"] is True
+    assert grid_search(X, y, "svm", **grid).config["feature_intercept"] is True
     with pytest.raises(KernelCVError, match="SVC.*always has an intercept"):
-        grid_search(X, y, make_machine("svm", fit_intercept=False), method="rff", **grid)
+        grid_search(X, y, make_machine("svm", fit_intercept=False), **grid)
     # the final kernel machine of the search is the searched machine
     search = KernelSearchCV(L2SVMClassifier(fit_intercept=False), {"gamma": [0.25, 1.0],
                             "lam": [0.01, 0.1]},

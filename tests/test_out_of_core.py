@@ -22,7 +22,7 @@ from kernelcv.selection import final
 from kernelcv.selection.search import grid_search
 from kernelcv.textchunks import CsvSource, open_svmlight_files
 
-GRID = {"gammas": [0.05, 0.5], "Cs": [1.0, 16.0], "folds": 4, "refine": False}
+GRID = {"gammas": [0.05, 0.5], "Cs": [1.0, 16.0], "folds": 4}
 
 
 @pytest.fixture(scope="module")
@@ -56,9 +56,10 @@ def _sources(root, y):
 ], ids=["adaptive", "rff-squared-hinge", "rff-square", "nystroem-squared-hinge"])
 def test_streamed_search_equals_the_in_memory_search(files, options):
     root, X, y = files
-    reference = grid_search(X, y, "svm", method="rff", **GRID, **options)
+    reference = grid_search(X, y, "svm", method=FeatureSpace(refine=False, **options), **GRID)
     for name, source in _sources(root, y):
-        result = grid_search(source, None, "svm", method="rff", **GRID, **options)
+        result = grid_search(source, None, "svm",
+                             method=FeatureSpace(refine=False, **options), **GRID)
         np.testing.assert_array_equal(result.fold_ids, reference.fold_ids)
         np.testing.assert_allclose([c["cv_error"] for c in result.candidates],
                                    [c["cv_error"] for c in reference.candidates],
@@ -69,10 +70,12 @@ def test_streamed_search_equals_the_in_memory_search(files, options):
 def test_streamed_final_model_equals_the_in_memory_one(files):
     root, X, y = files
     source = open_rows(root / "train.svm.gz")
-    streamed = grid_search(source, None, "svm", method=FeatureSpace(max_features=128), **GRID)
+    streamed = grid_search(source, None, "svm",
+                           method=FeatureSpace(refine=False, max_features=128), **GRID)
     model, kind, notes = final.fit_final(source, source.labels(), streamed, "auto")
     assert kind == "linear" and "read in chunks" in notes[0]
-    in_memory = grid_search(X, y, "svm", method=FeatureSpace(max_features=128), **GRID)
+    in_memory = grid_search(X, y, "svm",
+                            method=FeatureSpace(refine=False, max_features=128), **GRID)
     reference, _, _ = final.fit_final(X, y, in_memory, "linear")
     # The streamed sums add chunk by chunk, the in-memory ones in one product: rounding
     # differs by the BLAS kernel and the solve amplifies it (an AMD EPYC: 2.6e-8 relative
@@ -84,9 +87,10 @@ def test_streamed_final_model_equals_the_in_memory_one(files):
                                atol=1e-7 * float(np.abs(values).max()))
     with pytest.raises(KernelCVError, match="in memory"):
         final.fit_final(source, source.labels(), streamed, "kernel")
-    hinge = grid_search(source, None, "l2svm", method=FeatureSpace(features=20), **GRID)
+    hinge = grid_search(source, None, "l2svm",
+                        method=FeatureSpace(refine=False, features=20), **GRID)
     model, _, _ = final.fit_final(source, source.labels(), hinge, "auto", final_features=20)
-    memory = grid_search(X, y, "l2svm", method=FeatureSpace(features=20), **GRID)
+    memory = grid_search(X, y, "l2svm", method=FeatureSpace(refine=False, features=20), **GRID)
     reference, _, _ = final.fit_final(X, y, memory, "linear", final_features=20)
     np.testing.assert_allclose(model.w, reference.w, rtol=1e-8, atol=1e-10)
 
@@ -102,7 +106,7 @@ def _peak(function):
 
 def _search(source):
     return grid_search(source, None, "svm",
-                       method=FeatureSpace(features=128, feature_loss="square", refine=False),
+                       method=FeatureSpace(refine=False, features=128, feature_loss="square"),
                        gammas=[0.05, 0.2], Cs=[1.0, 10.0], folds=5)
 
 
@@ -174,7 +178,7 @@ def test_streamed_nan_in_a_memory_map_is_an_error(tmp_path):
     np.save(tmp_path / "X.npy", X)
     source = ArraySource(np.load(tmp_path / "X.npy", mmap_mode="r"), np.arange(300) % 2)
     with pytest.raises(KernelCVError, match="NaN or infinite"):
-        grid_search(source, None, "svm", method=FeatureSpace(features=10), **GRID)
+        grid_search(source, None, "svm", method=FeatureSpace(refine=False, features=10), **GRID)
 
 
 def test_cli_stream(capsys, files, tmp_path):
@@ -231,7 +235,7 @@ def test_a_nan_in_a_streamed_svmlight_file_names_its_line(tmp_path, block_bytes)
     assert expected == 1498
     source = open_svmlight_files(path, block_bytes=block_bytes)[0]
     with pytest.raises(KernelCVError, match=f"line {expected} holds a NaN"):
-        grid_search(source, None, "svm", method=FeatureSpace(features=10), **GRID)
+        grid_search(source, None, "svm", method=FeatureSpace(refine=False, features=10), **GRID)
 
 
 @pytest.mark.parametrize("block_bytes", [2048, 1 << 20])
@@ -245,10 +249,12 @@ def test_a_streamed_csv_with_text_labels_equals_the_in_memory_search(tmp_path, b
                             for (a, b, c), label in zip(X, labels, strict=True)))
     X_memory, y_memory = load_data(path)
     assert set(y_memory) == {"cat", "dog"}
-    reference = grid_search(X_memory, y_memory, "svm", method=FeatureSpace(features=10), **GRID)
+    reference = grid_search(X_memory, y_memory, "svm",
+                            method=FeatureSpace(refine=False, features=10), **GRID)
     source = CsvSource(path, block_bytes=block_bytes)
     assert list(source.labels()) == list(labels)
-    streamed = grid_search(source, None, "svm", method=FeatureSpace(features=10), **GRID)
+    streamed = grid_search(source, None, "svm",
+                           method=FeatureSpace(refine=False, features=10), **GRID)
     np.testing.assert_allclose([c["cv_error"] for c in streamed.candidates],
                                [c["cv_error"] for c in reference.candidates], atol=1e-8)
     assert streamed.best_params == reference.best_params

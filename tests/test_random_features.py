@@ -12,6 +12,7 @@ from sklearn.linear_model import Ridge
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import SVC, LinearSVC
 
+from flat_options import as_objects
 from kernelcv import Execution, FeatureSpace, KernelSearchCV
 from kernelcv.criteria.random_features import (
     c_to_lam,
@@ -247,7 +248,8 @@ def test_rff_krr_uses_closed_form(data):
 def test_rff_bad_input(data, kwargs, match):
     X, y = data
     with pytest.raises(KernelCVError, match=match):
-        grid_search(X, y, "svm", method="rff", **kwargs)
+        machine, options = as_objects("svm", {"method": "rff", **kwargs})
+        grid_search(X, y, machine, **options)
 
 
 def test_rff_bad_machine_and_options_of_other_methods(data):
@@ -346,7 +348,7 @@ def test_compressed_svmlight_of_fifty_thousand_rows_loads():
 
 def test_edge_of_grid_note_and_parallel_workers_agree(data):
     X, y = data
-    options = {"method": "rff", "folds": 3, "features": 20, "gammas": [1e-4, 0.1, 1.0],
+    options = {"method": FeatureSpace(features=20), "folds": 3, "gammas": [1e-4, 0.1, 1.0],
                "Cs": [1.0, 8.0]}
     serial = grid_search(X, y, "svm", **options)
     threaded = grid_search(X, y, "svm", **options,

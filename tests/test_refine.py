@@ -293,8 +293,8 @@ def test_refined_search_chooses_the_best_visited_svc_by_exact_refit_cv(data):
 
 def test_pruned_refits_leave_the_refined_choice_unchanged(data, monkeypatch):
     X, y, folds = data
-    options = dict(method="rff", folds=folds, features=10, gammas=GAMMAS, Cs=CS,
-                   refine=True)
+    options = dict(method=FeatureSpace(features=10, refine=True), folds=folds, gammas=GAMMAS,
+                   Cs=CS)
     with_pruning = grid_search(X, y, "svm", **options)
     from kernelcv.criteria import kernel_refit
 
@@ -315,8 +315,8 @@ def test_pruned_refits_leave_the_refined_choice_unchanged(data, monkeypatch):
 
 def test_refinement_without_room_for_the_gram_matrix_gives_the_same_choice(data, monkeypatch):
     X, y, folds = data
-    options = dict(method="rff", folds=folds, features=20, gammas=GAMMAS[1:4], Cs=CS[1:4],
-                   refine=True)
+    options = dict(method=FeatureSpace(features=20, refine=True), folds=folds,
+                   gammas=GAMMAS[1:4], Cs=CS[1:4])
     with_gram = grid_search(X, y, "svm", **options)
     # 200 x 200 doubles = 320 kB: a 500 kB budget has room for the features, not the Gram
     # matrices, so LIBSVM computes the kernel rows itself
@@ -359,7 +359,7 @@ def test_refined_krr_matches_kernelcv_exact_cv():
 def test_bad_refine_options(data, options, message):
     X, y, folds = data
     with pytest.raises(KernelCVError, match=message):
-        grid_search(X, y, "svm", method=FeatureSpace(features=10), folds=folds, **options)
+        grid_search(X, y, "svm", method=FeatureSpace(features=10, **options), folds=folds)
 
 
 @pytest.mark.parametrize("value", [1, 0.0, np.True_, "on"])
@@ -529,8 +529,8 @@ def test_threaded_folds_give_the_same_refit_cv_and_bound(data, with_gram):
 
 def test_search_with_n_jobs_refines_the_same_way(data):
     X, y, folds = data
-    options = dict(method="rff", folds=folds, features=10, gammas=GAMMAS, Cs=CS,
-                   refine=True)
+    options = dict(method=FeatureSpace(features=10, refine=True), folds=folds, gammas=GAMMAS,
+                   Cs=CS)
     serial = grid_search(X, y, "svm", **options)
     threaded = grid_search(X, y, "svm", **options,
                            execution=Execution(n_jobs=2, backend="threading"))

@@ -22,7 +22,7 @@ from kernelcv.selection import final
 from kernelcv.selection.search import grid_search
 from kernelcv.validation import check_data
 
-GRID = {"gammas": [0.05, 0.5], "Cs": [1.0, 16.0], "folds": 3, "refine": False}
+GRID = {"gammas": [0.05, 0.5], "Cs": [1.0, 16.0], "folds": 3}
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,9 @@ def data():
 def test_above_the_limit_the_choice_is_fitted_in_feature_space(data, feature_map):
     X, y, X_test, _ = data
     result = grid_search(X, y, "svm",
-                         method=FeatureSpace(feature_map=feature_map, max_features=64), **GRID)
+                         method=FeatureSpace(refine=False, feature_map=feature_map,
+                                             max_features=64),
+                         **GRID)
     model, kind, notes = final.fit_final(X, y, result, "auto", kernel_limit=100)
     D = result.feature_map.n_features
     assert kind == "linear" and isinstance(model, LinearFeatureModel)
@@ -79,7 +81,9 @@ def test_saved_final_models_predict_as_in_memory(data, tmp_path, feature_map, sp
     X_test = sp.csr_matrix(X_test) if sparse else X_test
     labels = np.where(y > 0, "yes", "no")
     result = grid_search(X, labels, "svm",
-                         method=FeatureSpace(feature_map=feature_map, max_features=64), **GRID)
+                         method=FeatureSpace(refine=False, feature_map=feature_map,
+                                             max_features=64),
+                         **GRID)
     linear, _, _ = final.fit_final(X, labels, result, "linear")
     loaded = _round_trip(tmp_path, linear, result, X_test)
     assert loaded.header["model"] == "feature_space" and set(loaded.classes_) == {"no", "yes"}

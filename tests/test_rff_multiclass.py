@@ -279,8 +279,8 @@ def test_streamed_file_search_equals_the_in_memory_search(tmp_path):
     X, codes = blobs(2, 150, 3, spread=1.0)
     labels = np.array([10, 20, 30])[codes]
     dump_svmlight_file(X, labels, str(tmp_path / "train.svm"))
-    options = {"method": "rff", "gammas": [0.05, 0.3, 1.0], "lams": [1e-4, 1e-2],
-               "folds": 5, "refine": False, "max_features": 64}
+    options = {"method": FeatureSpace(refine=False, max_features=64),
+               "gammas": [0.05, 0.3, 1.0], "lams": [1e-4, 1e-2], "folds": 5}
     streamed = kc.grid_search(open_rows(str(tmp_path / "train.svm")), None, "svm", **options)
     in_memory = kc.grid_search(X, labels, "svm", **options)
     assert [c["cv_error"] for c in streamed.candidates] == pytest.approx(
@@ -297,7 +297,8 @@ def test_streamed_file_search_equals_the_in_memory_search(tmp_path):
         np.testing.assert_allclose([c["cv_error"] for c in mine], path.cv_error, atol=1e-12)
     with pytest.raises(kc.KernelCVError, match="feature_loss 'square'"):
         kc.grid_search(open_rows(str(tmp_path / "train.svm")), None, "svm",
-                       **{**options, "feature_loss": "squared_hinge"})
+                       **{**options, "method": FeatureSpace(refine=False, max_features=64,
+                                                            feature_loss="squared_hinge")})
 
 
 def test_cli_select_rff_reports_confusion_and_saves_a_multiclass_model(capsys, tmp_path):

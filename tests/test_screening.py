@@ -181,7 +181,8 @@ def test_screened_search_is_a_subset_of_the_full_grid_with_equal_values(binary, 
     X, y = binary
     gammas = [2.0 ** k for k in range(-8, 3)]
     lams = [2.0 ** k / 150 for k in range(-3, 9)]
-    kwargs = dict(gammas=gammas, lams=lams, method=method, folds=5, confirm=0)
+    kwargs = dict(gammas=gammas, lams=lams, method=method, folds=5,
+                  safeguards=Safeguards(confirm=0))
     full = grid_search(X, y, machine, **kwargs)
     screened = grid_search(X, y, machine, screen="coarse", **kwargs)
     assert len(screened.candidates) < len(full.candidates)
@@ -256,7 +257,8 @@ def test_halving_walks_on_all_rows_from_the_subsample_ranking():
     y = 2.0 * y - 1
     gammas = [2.0 ** k for k in range(-9, 2)]
     lams = [2.0 ** k / 630 for k in range(-3, 9)]
-    kwargs = dict(gammas=gammas, lams=lams, method="bif", folds=5, confirm=0)
+    kwargs = dict(gammas=gammas, lams=lams, method="bif", folds=5,
+                  safeguards=Safeguards(confirm=0))
     full = grid_search(X, y, "svm", **kwargs)
     halved = grid_search(X, y, "svm", screen="halving", **kwargs)
     assert len(halved.candidates) < 0.5 * len(full.candidates)
@@ -356,7 +358,7 @@ def test_halving_retries_a_larger_subsample_then_all_rows_when_one_class_wins(se
     y = np.where(rng.random(n) < 0.04, 1.0, -1.0)
     kwargs = dict(gammas=[2.0 ** k for k in range(-9, 4, 2)],
                   lams=[2.0 ** k / n for k in range(smallest, 12, 2)], folds=10,
-                  random_state=seed, confirm=0)
+                  random_state=seed, safeguards=Safeguards(confirm=0))
     halved = grid_search(X, y, "svm", screen="halving", **kwargs)
     assert any(note in text for text in halved.notes)
     assert_subset_of_full_grid(grid_search(X, y, "svm", **kwargs), halved)

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from flat_options import as_objects
 from kernelcv import BIF, Execution, GranularityRule, Safeguards, cross_validate
 from kernelcv.criteria.evaluate import evaluate_lam
 from kernelcv.datasets import make_synthetic
@@ -35,8 +36,8 @@ def folds(binary):
 
 
 def _brute(X, y, machine, folds, method="exact", **options):
-    return {(g, lam): cross_validate(X, y, machine, gamma=g, lam=lam, folds=folds,
-                                     method=method, **options)
+    spec, options = as_objects(machine, {"method": method, **options}, machine_epsilon=True)
+    return {(g, lam): cross_validate(X, y, spec, gamma=g, lam=lam, folds=folds, **options)
             for g in GAMMAS for lam in LAMS}
 
 
@@ -314,8 +315,8 @@ def test_default_grids():
 def test_bad_input_is_refused(binary, kwargs, match):
     X, y = binary
     options = {"machine": "krr", "gammas": [0.1], "lams": [0.1], **kwargs}
-    machine = options.pop("machine")
     with pytest.raises(KernelCVError, match=match):
+        machine, options = as_objects(options.pop("machine"), options)
         grid_search(X, y, machine, **options)
 
 

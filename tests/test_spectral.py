@@ -295,9 +295,10 @@ def test_a_multiclass_search_by_spectral_scores_as_refit_cv(strategy):
     rng = np.random.default_rng(8)
     X = rng.normal(size=(75, 2))
     y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=75), [-0.5, 0.5])
-    common = dict(gammas=[0.3, 1.0], lams=[1e-3, 1e-1], folds=5, multiclass=strategy)
-    spectral = grid_search(X, y, "l2svm", method="spectral", **common)
-    exact = grid_search(X, y, "l2svm", method="exact", **common)
+    common = dict(gammas=[0.3, 1.0], lams=[1e-3, 1e-1], folds=5)
+    machine = make_machine("l2svm", multiclass=strategy)
+    spectral = grid_search(X, y, machine, method="spectral", **common)
+    exact = grid_search(X, y, machine, method="exact", **common)
     a = {(c["gamma"], c["lam"]): c["cv_error"] for c in spectral.candidates}
     b = {(c["gamma"], c["lam"]): c["cv_error"] for c in exact.candidates}
     assert a == pytest.approx(b, abs=1e-12)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import kernelcv as kc
+from flat_options import as_objects
 
 rng = np.random.default_rng(0)
 X = rng.normal(size=(40, 3))
@@ -13,7 +14,8 @@ Y = np.where(X[:, 0] > 0, 1, -1)
 def cv(X=X, y=Y, **kwargs):
     options = {"machine": "l2svm", "gamma": 0.5, "lam": 1e-2, "folds": 4, "random_state": 0}
     options.update(kwargs)
-    return kc.cross_validate(X, y, **options)
+    machine, options = as_objects(options.pop("machine"), options, machine_epsilon=True)
+    return kc.cross_validate(X, y, machine, **options)
 
 
 def with_nan(X):

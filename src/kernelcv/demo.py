@@ -22,6 +22,7 @@ import numpy as np
 from .cv import cross_validate, cross_validate_path
 from .datasets import load_demo_data
 from .estimators import KernelSearchCV, LSSVMClassifier
+from .selection.methods import BIF
 
 FOLDS = 10
 SEED = 0
@@ -48,7 +49,7 @@ def one_setting(X, y, gamma, lam):
         with warnings.catch_warnings(record=True) as caught:  # one line below the row
             warnings.simplefilter("always", RuntimeWarning)
             result = cross_validate(X, y, machine, "rbf", gamma=gamma, lam=lam, folds=FOLDS,
-                                    random_state=SEED, method=method, order=order or 5)
+                                    random_state=SEED, method=_method(method, order))
         if method == "exact":
             exact_seconds[machine] = result.seconds
         speed = exact_seconds[machine] / result.seconds
@@ -58,6 +59,11 @@ def one_setting(X, y, gamma, lam):
                     f"{speed:.1f}x"), widths))
         for warning in caught:
             print(f"  (warning: {str(warning.message).split(': ', 1)[-1]})")
+
+
+def _method(name, order):
+    """The method object of a row: BIF with its order, or the method's name."""
+    return BIF(order=order) if name == BIF.name else name
 
 
 def grid_selection(X, y, machine, methods, gammas, lams):
@@ -73,7 +79,7 @@ def grid_selection(X, y, machine, methods, gammas, lams):
             warnings.simplefilter("always", RuntimeWarning)
             paths = [(gamma, cross_validate_path(X, y, lams, machine, "rbf", gamma=gamma,
                                                  folds=FOLDS, random_state=SEED,
-                                                 method=method, order=order))
+                                                 method=_method(method, order)))
                      for gamma in gammas]
         for gamma, path in paths:
             for result in path:

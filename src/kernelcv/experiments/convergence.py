@@ -19,6 +19,8 @@ import warnings
 import numpy as np
 
 from ..cv import cross_validate
+from ..machines import make_machine
+from ..selection.methods import BIF
 
 
 def order_curve(X, y, machine: str, *, gamma: float, lam: float, fold_ids, orders,
@@ -37,15 +39,15 @@ def order_curve(X, y, machine: str, *, gamma: float, lam: float, fold_ids, order
         ``orders`` (the integers, then ``"inf"``), ``cv_gap`` and ``prediction_gap``
         (one value per order, same order).
     """
-    common = {"kernel": kernel, "gamma": gamma, "lam": lam, "folds": fold_ids,
-              "huber_width": huber_width, "fit_intercept": fit_intercept}
-    exact = cross_validate(X, y, machine, method="exact", **common)
+    common = {"kernel": kernel, "gamma": gamma, "lam": lam, "folds": fold_ids}
+    spec = make_machine(machine, huber_width=huber_width, fit_intercept=fit_intercept)
+    exact = cross_validate(X, y, spec, method="exact", **common)
     labels, cv_gap, prediction_gap = [], [], []
     for order in [*orders, "inf"]:
         with warnings.catch_warnings():  # a truncated series is what is measured here
             warnings.filterwarnings("ignore", message=".*BIF series not converged",
                                     category=RuntimeWarning)
-            approx = cross_validate(X, y, machine, method="bif", order=order, **common)
+            approx = cross_validate(X, y, spec, method=BIF(order=order), **common)
         labels.append(order)
         gap = abs(approx.cv_error - exact.cv_error)
         cv_gap.append(gap if gap > 1e-12 else 0.0)  # below that: rounding of the means

@@ -72,15 +72,11 @@ def exact_confusion_skipped(result, stream, memory_budget):
 
 def _exact_labels(result, X, y, memory_budget):
     """Held-out labels of the choice by one exact refit CV on the search's folds."""
-    spec = result.machine_spec
     best = result.best_params
-    loss = spec.loss
     held_out = cross_validate(
-        X, y, spec.name, kernel=best["kernel"], gamma=best.get("gamma"), lam=best["lam"],
-        degree=int(best.get("degree", 3)), coef0=float(best.get("coef0", 1.0)),
-        huber_width=float(getattr(loss, "width", 0.01)),
-        epsilon=float(getattr(loss, "epsilon", 0.1)), fit_intercept=spec.fit_intercept,
-        multiclass=spec.multiclass, folds=result.fold_ids, method="exact",
+        X, y, result.machine_spec, kernel=best["kernel"], gamma=best.get("gamma"),
+        lam=best["lam"], degree=int(best.get("degree", 3)),
+        coef0=float(best.get("coef0", 1.0)), folds=result.fold_ids, method="exact",
         memory_budget=memory_budget)
     return held_out.labels
 
