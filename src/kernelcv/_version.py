@@ -4,4 +4,4 @@ Read from here rather than ``importlib.metadata``, whose import costs ~35 ms of 
 command's start-up.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

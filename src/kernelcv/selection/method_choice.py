@@ -37,14 +37,21 @@ def default_method(machine: str) -> str:
     return "closed-form" if machine in ("krr", "lssvm") else "bif"
 
 
-def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
-                granularity="adaptive", tol=1e-6, features="auto", feature_map=None,
-                feature_loss=None, feature_seed=None, refine="auto",
-                refine_evals=REFINE_MAX_EVALS, max_features=MAX_FEATURES,
-                feature_time=TIME_BUDGET, final="auto", final_features=None,
-                final_kernel_limit=None) -> CVMethod:
+#: The flat method options make_method takes, with their defaults.
+FLAT_METHOD_OPTIONS = {
+    "order": "inf", "epsilon": None, "granularity": "adaptive", "tol": 1e-6,
+    "features": "auto", "feature_map": None, "feature_loss": None, "feature_seed": None,
+    "refine": "auto", "refine_evals": REFINE_MAX_EVALS, "max_features": MAX_FEATURES,
+    "feature_time": TIME_BUDGET, "final": "auto", "final_features": None,
+    "final_kernel_limit": None,
+}
+
+
+def make_method(method, machine: str, *, folds=10, **options) -> CVMethod:
     """The CV method object of the flat options (``grid_search``'s, the CLI's).
 
+    ``options`` are the flat method options of :data:`FLAT_METHOD_OPTIONS` (BIF's
+    ``order``, ``tol``, ``epsilon`` and ``granularity``, the random-feature options).
     ``method`` is a name, None (the machine's default) or a method object
     (:class:`~kernelcv.selection.methods.CVMethod`, e.g. ``BIF(order=5)`` or
     ``Spectral(tol=1e-12)``), which is returned as it is: its options travel inside it,
@@ -53,6 +60,18 @@ def make_method(method, machine: str, *, folds=10, order="inf", epsilon=None,
     ``epsilon`` and ``granularity``); the random-feature options are refused with
     another method. Returns an unbound object: :meth:`CVMethod.bind` checks the machine.
     """
+    unknown = sorted(set(options) - set(FLAT_METHOD_OPTIONS))
+    if unknown:
+        raise TypeError(f"make_method() got an unexpected keyword argument {unknown[0]!r}")
+    flat = {**FLAT_METHOD_OPTIONS, **options}
+    order, epsilon, granularity, tol = (flat[k] for k in ("order", "epsilon", "granularity",
+                                                          "tol"))
+    features, feature_map, feature_loss, feature_seed = (
+        flat[k] for k in ("features", "feature_map", "feature_loss", "feature_seed"))
+    refine, refine_evals, max_features, feature_time = (
+        flat[k] for k in ("refine", "refine_evals", "max_features", "feature_time"))
+    final, final_features, final_kernel_limit = (
+        flat[k] for k in ("final", "final_features", "final_kernel_limit"))
     if isinstance(method, CVMethod):
         flat = (order, epsilon, granularity, tol, features, feature_map, feature_loss,
                 feature_seed, refine, refine_evals, max_features, feature_time, final,
