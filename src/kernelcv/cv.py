@@ -30,10 +30,9 @@ from .criteria.result import CVResult
 from .criteria.truncation import UNCONVERGED
 from .exceptions import KernelCVError
 from .kernels import GramFactory, make_kernel, resolve_gamma
-from .machines import Machine, make_machine
 from .memory import check_dense_budget
 from .selection.methods import BIF, ClosedForm, CVMethod, ExactRefit, parse_order
-from .selection.moved_options import split_moved
+from .selection.moved_options import machine_of, split_moved
 from .selection.spectral_method import Spectral
 from .validation import check_data, check_positive, make_folds, splitter_fold_ids
 
@@ -52,13 +51,7 @@ def _machine_and_method(machine, method, moved: dict, owner: str):
     if old.execution or old.safeguards or old.kernel_params:
         names = [*old.execution, *old.safeguards, *old.kernel_params]
         raise TypeError(f"{owner}() got an unexpected keyword argument {names[0]!r}")
-    if isinstance(machine, Machine):
-        if old.machine:
-            raise KernelCVError(f"machine is the object {machine.name!r}: give its options "
-                                f"({', '.join(old.machine)}) to make_machine")
-        spec = machine
-    else:
-        spec = make_machine(machine, **old.machine)
+    spec = machine_of(machine, old.machine)
     if isinstance(method, CVMethod):
         if old.method:
             raise KernelCVError(f"method is the object {method!r}: give its options "

@@ -33,6 +33,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from ..exceptions import KernelCVError
+from ..machines import Machine, make_machine
 
 #: where each old flat option lives now: (group, the name inside it)
 MACHINE_OPTIONS = {"huber_width": "huber_width", "svr_epsilon": "epsilon",
@@ -139,3 +140,14 @@ def moved_error(owner: str, names) -> Exception:
         return TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}")
     return KernelCVError(f"{owner}({', '.join(names)}): these options moved into objects in "
                          f"kernelcv 0.2; write {_spelling(groups)}")
+
+
+def machine_of(machine, options: dict) -> Machine:
+    """A machine object from a name and its 0.1 flat options, or the object given (then
+    those options are refused: they belong to :func:`~kernelcv.machines.make_machine`)."""
+    if isinstance(machine, Machine):
+        if options:
+            raise KernelCVError(f"machine is the object {machine.name!r}: give its options "
+                                f"({', '.join(options)}) to make_machine")
+        return machine
+    return make_machine(machine, **options)

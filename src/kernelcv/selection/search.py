@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..exceptions import KernelCVError
-from ..machines import Machine, make_machine
+from ..machines import Machine
 from ..rowchunks import as_source
 from ..validation import check_data, make_folds
 from .baseline import baseline_note
@@ -30,7 +30,7 @@ from .checkpoint import Checkpoint, fingerprint
 from .edges import edge_note, grid_edges
 from .method_choice import METHODS, default_method, make_method
 from .methods import CVMethod
-from .moved_options import split_moved
+from .moved_options import machine_of, split_moved
 from .options import (
     AVERAGES,
     Execution,
@@ -390,7 +390,7 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     CVs, an rff refinement one exact CV per visited point.
     """
     old = split_moved("grid_search", moved, passthrough=("average",))
-    machine_spec = _machine_of(machine, old.machine)
+    machine_spec = machine_of(machine, old.machine)
     cv_method = make_method(method, machine_spec.name, folds=folds, **old.method)
     average = old.other.get("average", "pooled")
     if average not in AVERAGES:
@@ -404,16 +404,6 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     return run_search(X, y, machine_spec, cv_method, space,
                       folds=folds, random_state=random_state, average=average, safeguards=guards,
                       execution=execution, screening=screening)
-
-
-def _machine_of(machine, options: dict) -> Machine:
-    """A machine object from a name and its 0.1 flat options, or the object given."""
-    if isinstance(machine, Machine):
-        if options:
-            raise KernelCVError(f"machine is the object {machine.name!r}: give its options "
-                                f"({', '.join(options)}) to make_machine")
-        return machine
-    return make_machine(machine, **options)
 
 
 def _group_of(name: str, given, cls, options: dict):
