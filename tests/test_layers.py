@@ -124,3 +124,15 @@ def test_the_documented_layer_list_is_the_one_the_test_reads():
     text = tool.DOCS.read_text(encoding="utf-8")
     shown = text.split(start, 1)[1].split(end, 1)[0].strip()
     assert shown == tool.layers_block(), "run `make architecture`"
+
+
+def test_front_doors_stay_narrow_and_method_names_stop_at_the_cli():
+    # issue 39: no public function or constructor over 15 parameters (options travel as
+    # objects), and no CV method's name compared as a string below cli/ (method objects,
+    # Criterion members and named constants instead)
+    spec = importlib.util.spec_from_file_location("import_graph", TOOLS / "import_graph.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    figures = tool.figures_block()
+    assert f"more than {tool.MANY_PARAMETERS} parameters: 0." in figures, figures
+    assert "as a string outside `cli/`: 0." in figures, figures

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 
-from kernelcv import Execution, Safeguards, grid_search, make_machine
+from kernelcv import BIF, Execution, FeatureSpace, Safeguards, grid_search, make_machine
 from kernelcv.exceptions import KernelCVError
 from kernelcv.selection.gamma_range import degenerate_settings
 from kernelcv.selection.records import majority_plateau
@@ -277,11 +277,11 @@ def test_halving_falls_back_to_coarse_on_small_data(binary):
 def test_select_resolves_auto_screening_by_size_method_and_checkpoint():
     from kernelcv.reports.select import HALVING_AUTO_FROM, resolve_screen
 
-    assert resolve_screen("auto", HALVING_AUTO_FROM, "bif", None) == "halving"
-    assert resolve_screen("auto", HALVING_AUTO_FROM - 1, None, None) == "coarse"
-    assert resolve_screen("auto", 10**6, "rff", None) == "off"
-    assert resolve_screen("auto", 500, "bif", "search.ckpt") == "off"
-    assert resolve_screen("coarse", 10**6, "bif", None) == "coarse"
+    assert resolve_screen("auto", HALVING_AUTO_FROM, BIF(), None) == "halving"
+    assert resolve_screen("auto", HALVING_AUTO_FROM - 1, BIF(), None) == "coarse"
+    assert resolve_screen("auto", 10**6, FeatureSpace(), None) == "off"
+    assert resolve_screen("auto", 500, BIF(), "search.ckpt") == "off"
+    assert resolve_screen("coarse", 10**6, BIF(), None) == "coarse"
 
 
 # --- majority-class plateaus ------------------------------------------------------------

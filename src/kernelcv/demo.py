@@ -22,7 +22,7 @@ import numpy as np
 from .cv import cross_validate, cross_validate_path
 from .datasets import load_demo_data
 from .estimators import KernelSearchCV, LSSVMClassifier
-from .selection.methods import BIF
+from .selection.methods import BIF, ExactRefit
 
 FOLDS = 10
 SEED = 0
@@ -50,7 +50,7 @@ def one_setting(X, y, gamma, lam):
             warnings.simplefilter("always", RuntimeWarning)
             result = cross_validate(X, y, machine, "rbf", gamma=gamma, lam=lam, folds=FOLDS,
                                     random_state=SEED, method=_method(method, order))
-        if method == "exact":
+        if method == ExactRefit.name:
             exact_seconds[machine] = result.seconds
         speed = exact_seconds[machine] / result.seconds
         metric = "MSE" if result.metric == "mse" else ""
@@ -90,7 +90,7 @@ def grid_selection(X, y, machine, methods, gammas, lams):
         _, gamma, result = best
         truth = cross_validate(X, y, machine, "rbf", gamma=gamma, lam=result.params["lam"],
                                folds=FOLDS, random_state=SEED, method="exact")
-        label = method if method != "bif" else f"bif r={order}"
+        label = method if method != BIF.name else f"bif r={order}"
         print(_row((machine, label, f"{gamma:g}", f"{result.params['lam'] * n:g}",
                     f"{result.cv_error:.4f}", f"{truth.cv_error:.4f}", f"{seconds:.2f}"),
                    widths))

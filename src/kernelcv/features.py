@@ -38,7 +38,9 @@ import scipy.sparse as sp
 from .exceptions import KernelCVError
 from .memory import format_bytes, memory_budget
 
-MAPS = ("rff", "nystroem")
+#: The feature maps: random Fourier features and Nystroem landmarks.
+RFF, NYSTROEM = "rff", "nystroem"
+MAPS = (RFF, NYSTROEM)
 # Rows per chunk: keep chunk temporaries near this many bytes.
 _CHUNK_BYTES = 8 * 2**20
 
@@ -84,7 +86,7 @@ def check_feature_memory(X, n_features, feature_map, workers=1, budget=None) -> 
     n_samples, n_dims = X.shape
     if need > limit:
         hint = ("use --feature-map nystroem (it keeps D landmark rows, not a d x D matrix) "
-                "or fewer features" if feature_map == "rff" and n_dims > n_samples
+                "or fewer features" if feature_map == RFF and n_dims > n_samples
                 else "use fewer features D, a random subsample, or fewer parallel jobs")
         raise KernelCVError(
             f"the {feature_map} search with D = {n_features} features on {n_samples} x "
@@ -150,7 +152,7 @@ class FeatureMap:
         """
         D = self.n_features
         self.n_dims_ = int(n_dims)
-        if self.kind == "rff":
+        if self.kind == RFF:
             if self.nested:
                 normals, phases = (np.random.default_rng(s) for s in
                                    np.random.SeedSequence(self.random_state).spawn(2))
@@ -177,7 +179,7 @@ class FeatureMap:
     @property
     def nbytes(self) -> int:
         """Bytes of the fitted map's own arrays (RFF's draw, Nystroem's landmark rows)."""
-        if self.kind == "rff":
+        if self.kind == RFF:
             return int(self.W0_.nbytes + self.b_.nbytes)
         L = self.landmarks_
         own = L.data.nbytes + L.indices.nbytes + L.indptr.nbytes if sp.issparse(L) \
@@ -194,7 +196,7 @@ class FeatureMap:
             raise KernelCVError(f"a prefix of {D} features of a draw of {self.n_features}")
         out = FeatureMap(self.kind, D, self.random_state, self.chunk_rows, self.nested)
         out.n_dims_ = self.n_dims_
-        if self.kind == "rff":
+        if self.kind == RFF:
             out.W0_ = np.ascontiguousarray(self.W0_[:, :D])
             out.b_ = self.b_[:D].copy()
         else:
@@ -216,7 +218,7 @@ class FeatureMap:
         with np.errstate(over="ignore", invalid="ignore"):
             for start in range(0, n, step):
                 rows = X[start:start + step]
-                if self.kind == "rff":
+                if self.kind == RFF:
                     out[start:start + step] = np.asarray(rows @ self.W0_)
                 else:
                     cross = _dense(rows @ self.landmarks_.T)
@@ -236,7 +238,7 @@ class FeatureMap:
         """
         n, D = base.shape
         step = self.chunk_rows or _chunk_rows(D)
-        if self.kind == "rff":
+        if self.kind == RFF:
             out = np.empty_like(base) if out is None else out
             scale, shift = np.sqrt(2.0 * gamma), self.b_
             for start in range(0, n, step):
@@ -257,7 +259,7 @@ class FeatureMap:
         """The features before Nystroem's projection, O(n D): RFF's features themselves,
         Nystroem's kernel values ``k(x, l) = exp(-gamma ||x - l||^2)`` (times
         :meth:`projection` they are the features)."""
-        if self.kind == "rff":
+        if self.kind == RFF:
             return self.features(base, gamma)
         return np.exp(-gamma * base)
 
@@ -267,7 +269,7 @@ class FeatureMap:
 
     def projection(self, gamma):
         """Nystroem's ``U Lambda^{-1/2}`` at gamma (D x D; None for RFF), O(D^2 d + D^3)."""
-        if self.kind == "rff":
+        if self.kind == RFF:
             return None
         L = self.landmarks_
         with np.errstate(over="ignore", invalid="ignore"):

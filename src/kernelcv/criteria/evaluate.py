@@ -30,6 +30,7 @@ from .exact import refit_predictions
 from .result import (
     DEGENERATE_SHARE,
     NEGLIGIBLE_RATIO,
+    Criterion,
     fold_errors,
     heldout_rounding,
     newton_curvature,
@@ -106,7 +107,7 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
         extra_diag = None
         if extra is not None and len(extra) == 3:  # (K_extra, ids, diag), checked
             extra, extra_diag = extra[:2], extra[2]
-        if method == "exact" and not full_fit and not _needs_full_fit(y, fold_ids, machine,
+        if method == Criterion.EXACT and not full_fit and not _needs_full_fit(y, fold_ids, machine,
                                                                       extra):
             return _refits_only(K, y, fold_ids, lam, machine, extra)
         return _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed,
@@ -145,7 +146,7 @@ def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, wa
     fold_remainder = None
     bounds = None
     notes = []
-    if method == "closed-form":
+    if method == Criterion.CLOSED_FORM:
         if extra is None:
             predictions = closed.predictions(y, lam)
         else:
@@ -160,7 +161,7 @@ def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, wa
         alpha, intercept = fit.alpha, fit.intercept
         curvature = newton_curvature(machine.loss.derivatives(y, fit.decision)[1], lam,
                                      fold_ids)
-        if method == "exact":
+        if method == Criterion.EXACT:
             predictions, _, *rest = refit_predictions(K, y, fold_ids, lam, machine,
                                                       full_fit=fit, extra=extra)
         elif certifiable(machine):
@@ -182,7 +183,7 @@ def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, wa
     ratio, noise_share = heldout_rounding(K, alpha, intercept, fold_ids, curvature)
     # Exact refits, the closed form and order inf form held-out values directly (no
     # "full fit + correction" subtraction), so only finite BIF orders can be noise.
-    direct = method in ("exact", "closed-form") or order_used == "inf"
+    direct = method in (Criterion.EXACT, Criterion.CLOSED_FORM) or order_used == "inf"
     degenerate = not direct and (noise_share > DEGENERATE_SHARE
                                   or ratio < NEGLIGIBLE_RATIO)
     if degenerate:
@@ -206,7 +207,7 @@ def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, wa
         if uncertified:
             notes.append(uncertified_note(certified, machine.metric))
     rounding = ill = None
-    if method == "bif" and np.isfinite(error):  # an infinite error has its own message
+    if method == Criterion.BIF and np.isfinite(error):  # an infinite error has its own message
         rounding, ill = _rounding_check(K, y, fold_ids, lam, machine, fit, predictions,
                                         error, notes)
     return Evaluation(cv_error=error, fold_errors=per_fold, predictions=predictions,
@@ -288,7 +289,7 @@ def _non_finite_message(K, y, lam, method):
     if largest > 1e100:
         return head + (f"the kernel values reach {largest:.3g}: X is not on a reasonable "
                        "scale for this kernel; standardize X")
-    advice = "increase lam" + ("" if method == "exact" else " or use method='exact'")
+    advice = "increase lam" + ("" if method == Criterion.EXACT else " or use method='exact'")
     return head + f"lam is too small for this kernel matrix; {advice}"
 
 

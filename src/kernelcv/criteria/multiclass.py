@@ -38,6 +38,7 @@ from ..machines.stacked import worth_stacking
 from .certificate import fixed_classes, uncertified_note
 from .closed_form import ClosedFormCV
 from .evaluate import Evaluation, certifiable, evaluate_lam
+from .result import Criterion
 from .stacked_pairs import StackedPairs
 from .truncation import within_tolerance
 
@@ -190,12 +191,13 @@ class MulticlassCV:
         degenerate, ratio, fit_seconds = False, np.inf, 0.0
         unconverged = ill_conditioned = uncertified = False
         done = np.zeros(len(self.problems), dtype=bool)
-        certify = method == "bif" and certifiable(machine)
+        certify = method == Criterion.BIF and certifiable(machine)
         lower = np.full(decisions.shape, np.nan)
         upper = np.full(decisions.shape, np.nan)
         stacked_fits = None
-        stacked_order = None if method == "exact" else "inf"
-        stackable = method == "exact" or (method == "bif" and options.get("order") == "inf")
+        stacked_order = None if method == Criterion.EXACT else "inf"
+        stackable = method == Criterion.EXACT or (method == Criterion.BIF
+                                                  and options.get("order") == "inf")
         if (self.stack_pairs and self.strategy == "ovo" and stackable
                 and worth_stacking([part["rows"].size for part in self._parts])
                 and (warm is None or all(fit is not None for fit in warm))):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 
@@ -12,6 +13,21 @@ DEGENERATE_SHARE = 0.01
 # ... or when the held-out kernel sums are negligible next to the training fit (median
 # ratio): a truncated series then has not moved the predictions off the training fit.
 NEGLIGIBLE_RATIO = 1e-6
+
+
+class Criterion(str, Enum):
+    """Which held-out predictions a criterion computes per lam (``evaluate_lam``'s
+    ``method``): refits, the closed form of the square loss, the BIF series, or the
+    spectral engine's batch. A ``str`` enum: it equals its name in reports and
+    checkpoints (``Criterion.BIF`` equals the string ``"bif"``)."""
+
+    EXACT = "exact"
+    CLOSED_FORM = "closed-form"
+    BIF = "bif"
+    SPECTRAL = "spectral"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass

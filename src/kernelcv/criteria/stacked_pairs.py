@@ -50,7 +50,7 @@ from ..machines.solver import Factorisation, FitResult
 from ..machines.stacked import batched_matvec, fit_stacked, gather_blocks
 from .certificate import certified_error, fold_out_enclosure, uncertified_note
 from .evaluate import _rounding_check, certifiable
-from .result import heldout_losses
+from .result import Criterion, heldout_losses
 from .truncation import TOLERANCE, within_tolerance
 
 # Pairs with more active points at the fit use the one-problem order-inf step (its shared
@@ -173,11 +173,11 @@ class StackedPairs:
         g, h = g * self.valid, h * self.valid
         active = h > 0
         large = active.sum(axis=1) > STACKED_MAX_ACTIVE
-        if method == "bif":
+        if method == Criterion.BIF:
             fallback |= large
         weights, betas, solved = self._fold_steps(g, h, active, lam, intercept,
                                                   fallback | large)
-        if method == "bif":
+        if method == Criterion.BIF:
             fallback |= ~solved
             values = self._values(stack, weights, betas, lam)
             passes = self._rounding_passes(stack, h, active, values, lam, intercept,

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..selection.records import EXACT_STATUS
+
 
 def _fold_scores(losses, sizes, default_classifier):
     """Per-fold scores from per-fold losses: ``correct / l_k`` as scikit-learn computes
@@ -55,9 +57,9 @@ def trusted_values(candidates, chosen: int, score_is_error: bool):
     for c in candidates:
         if c["exact_error"] is not None:
             folds = c.get("exact_fold_errors")
-            if folds is None and c["status"] == "exact":
+            if folds is None and c["status"] == EXACT_STATUS:
                 folds = c["fold_errors"]
-            values.append((c["exact_error"], folds, "exact"))
+            values.append((c["exact_error"], folds, EXACT_STATUS))
         elif comparable and c["score"] is not None and c["score"] >= chosen_loss:
             values.append((c["score"], c["fold_errors"], "approximate"))
         else:
@@ -124,7 +126,7 @@ def cv_results(params, candidates, chosen, *, default_classifier, score_is_error
          if score_is_error and c["score"] is not None else np.nan for c in candidates])
     # The exact value as mean_test_score holds it (the average of the fold scores).
     results["exact_test_score"] = np.array(
-        [means[i] if v is not None and v[2] == "exact"
+        [means[i] if v is not None and v[2] == EXACT_STATUS
          else _to_score(c["exact_error"], default_classifier)
          for i, (v, c) in enumerate(zip(values, candidates, strict=True))])
     results["lam"] = np.array(lams, dtype=np.float64)

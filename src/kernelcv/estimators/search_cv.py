@@ -29,12 +29,13 @@ from ..machines.calibration import PairScale, fit_score_scale
 from ..selection.calibration import calibrate_choice, class_codes
 from ..selection.feature_space import FeatureSpace
 from ..selection.final import check_final_kernel, fit_final
-from ..selection.method_choice import make_method, method_name
-from ..selection.methods import BIF
+from ..selection.method_choice import make_method
+from ..selection.methods import BIF, ClosedForm, ExactRefit
 from ..selection.moved_options import moved_error
 from ..selection.options import Execution, Safeguards, SearchSpace
 from ..selection.screening import Screening
 from ..selection.search import run_search
+from ..selection.spectral_method import Spectral
 from ..validation import explicit_splits, make_folds, partitions, splitter_fold_ids
 from ._base import _resolve_gamma
 from ._search_refit import FoldByFold, fold_splits, refit_search
@@ -363,21 +364,21 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         classifier = is_classifier(base)
         score, self.scorer_, fold_by_fold = self._scoring(classifier)
         self.multimetric_ = isinstance(self.scorer_, dict)
-        name = method_name(self.method)
-        if self.multimetric_ and name != "exact":
+        # the method object: as given, or a name's with its default options
+        method = make_method(self.method, base._machine_name)
+        refits = isinstance(method, ExactRefit)  # fold by fold, as GridSearchCV, or not
+        if self.multimetric_ and not refits:
             raise KernelCVError(
                 "several metrics at once are computed fold by fold: use method='exact' (the "
                 "fast criteria rank by one metric)")
-        if fold_by_fold and name != "exact":
+        if fold_by_fold and not refits:
             raise KernelCVError(
                 f"scoring {self.scoring!r} cannot be computed from held-out decision "
                 f"values; the fast criteria offer {', '.join(SCORES)}; use one of them, or "
                 "method='exact' (fold-by-fold refits, as GridSearchCV)")
         n = X.shape[0] if hasattr(X, "shape") else len(X)
-        # the method object: as given, or a name's with its default options
-        method = make_method(self.method, base._machine_name)
         cv = self._cv(method)
-        pairs = explicit_splits(cv, X, y, groups) if name == "exact" else None
+        pairs = explicit_splits(cv, X, y, groups) if refits else None
         any_splits = pairs is not None and not partitions(pairs, n)
         # method 'exact' takes any splits fold by fold (ShuffleSplit, RepeatedKFold), as
         # GridSearchCV; the shared criteria need test sets that partition the rows
@@ -390,7 +391,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                 raise
             raise KernelCVError(f"{error}; method='exact' takes any splits, fold by fold "
                                 "(as GridSearchCV)") from None
-        rff = name == FeatureSpace.name
+        rff = isinstance(method, FeatureSpace)
         safeguards, execution = self._safeguards(), self._execution()
         default, derived = (None, None) if self.param_grid is not None else default_grid(
             base, head, method, X, y)
@@ -402,12 +403,12 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             search_params = [{**p, "kernel": stand_in_kernel(p["kernel"])} if "kernel" in p
                              else p for p in search_params]
         lams = [p.get("lam", base.lam) for p in search_params]
-        if self.return_train_score and name != "exact":
+        if self.return_train_score and not refits:
             raise KernelCVError(
                 "return_train_score=True needs each fold-out model's scores on its own "
                 "training part, which the fast criteria never form (they give held-out "
                 "values only); use method='exact' (fold by fold, as GridSearchCV)")
-        if (head is not None and name == "exact" or fold_by_fold or self.return_train_score
+        if (head is not None and refits or fold_by_fold or self.return_train_score
                 or any_splits):
             self._fit_fold_by_fold(head, base, prefix, params, search_params, lams, X, y,
                                    folds, classifier, execution.n_jobs)
@@ -501,7 +502,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                                          settings, setting_lams),
             folds=folds, random_state=self.random_state, average="folds",
             safeguards=safeguards, execution=execution,
-            screening=Screening(strategy=_screen_strategy(self.screen, n, method.name)))
+            screening=Screening(strategy=_screen_strategy(self.screen, n, method)))
         self.search_ = result
         lookup = {(order[c["setting"]], float(c["lam"])): i
                   for i, c in enumerate(result.candidates)}
@@ -641,13 +642,13 @@ def _settings(base, X, search_params):
     return [settings[k] for k in order], [groups[k] for k in order], order, keys
 
 
-def _screen_strategy(screen, n_samples: int, method_name: str) -> str:
+def _screen_strategy(screen, n_samples: int, method) -> str:
     """``screen="auto"``: ``"off"`` for methods that evaluate a kernel setting's every lam
     at once (spectral, closed-form) or a feature space, ``"halving"`` from 200 rows, else
     ``"coarse"`` (``kernelcv select``'s rule); other values as given."""
     if screen != "auto":
         return screen
-    if method_name in ("spectral", "closed-form", "rff"):
+    if isinstance(method, Spectral | ClosedForm | FeatureSpace):
         return "off"
     return "halving" if n_samples >= 200 else "coarse"
 

@@ -39,7 +39,7 @@ import scipy.sparse as sp
 
 from .._version import __version__
 from ..exceptions import KernelCVError
-from ..features import FeatureMap, LinearFeatureModel
+from ..features import RFF, FeatureMap, LinearFeatureModel
 from ..kernels import Kernel
 from ..memory import format_bytes, memory_budget
 from . import MACHINES, make_machine
@@ -209,7 +209,7 @@ def _feature_model(model: LinearFeatureModel, machine, lam):
     fmap = model.feature_map
     arrays = {"coef": model.w, "coef_on_columns": model.coef_on_columns,
               "intercept": np.atleast_1d(np.asarray(model.c, dtype=np.float64))}
-    if fmap.kind == "rff":
+    if fmap.kind == RFF:
         arrays.update(W0=np.asarray(fmap.W0_), b=np.asarray(fmap.b_))
     elif sp.issparse(fmap.landmarks_):
         L = sp.csr_matrix(fmap.landmarks_)
@@ -393,7 +393,7 @@ def _feature_model_of(arrays, header) -> LinearFeatureModel:
     D = int(spec["n_features"])
     fmap = FeatureMap(spec["kind"], D, spec["seed"], nested=True)
     fmap.n_dims_ = d
-    if fmap.kind == "rff":
+    if fmap.kind == RFF:
         fmap.W0_, fmap.b_ = arrays["W0"], arrays["b"]
         if fmap.W0_.shape != (d, D) or fmap.b_.shape != (D,):
             raise ValueError("the feature map's arrays do not fit its size")

@@ -21,6 +21,7 @@ from __future__ import annotations
 from ..criteria.result import confusion_summary
 from ..cv import cross_validate
 from ..plotting import confusion_figure
+from ..selection.feature_space import FeatureSpace
 from ..selection.refine import REFINE_AUTO_LIMIT, dense_refits_fit, refine_wanted, refit_name
 from .io import png
 
@@ -59,7 +60,8 @@ def exact_confusion_skipped(result, stream, memory_budget):
     n = result.n_samples
     if stream:
         return "the rows were read in chunks (--stream)"
-    if result.method != "rff" or result.exact_heldout.get(result.best_index) is not None:
+    feature_space = isinstance(result.criterion, FeatureSpace)
+    if not feature_space or result.exact_heldout.get(result.best_index) is not None:
         return None
     refine = result.criterion.refine  # refine=True asked for the kernel fits: made here too
     if not refine_wanted(True if refine is True else "auto", n):

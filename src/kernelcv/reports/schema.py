@@ -20,6 +20,7 @@ reproduce a report without reading the code:
 from __future__ import annotations
 
 from .._version import __version__
+from ..selection.records import EXACT_STATUS
 
 SCHEMA_VERSION = "1.2"  # 1.1: flagged, unconverged / ill_conditioned, the grid section;
 # 1.2: uncertified (flagged and the candidates)
@@ -40,8 +41,8 @@ def lam_to_C(lam: float, n_samples: int) -> float:
 def _trusted(candidate):
     """(value, source): the exact refit CV error where computed, else the score."""
     if candidate.get("exact_error") is not None:
-        return float(candidate["exact_error"]), "exact"
-    source = "exact" if candidate.get("status") == "exact" else "approximate"
+        return float(candidate["exact_error"]), EXACT_STATUS
+    source = EXACT_STATUS if candidate.get("status") == EXACT_STATUS else "approximate"
     return float(candidate["score"]), source
 
 
@@ -63,7 +64,7 @@ def annotate(report: dict, argv=None) -> dict:
 
     def key(i):
         c = candidates[i]
-        return (i != best, c["trusted_source"] != "exact", c["trusted_error"], i)
+        return (i != best, c["trusted_source"] != EXACT_STATUS, c["trusted_error"], i)
 
     order = sorted(range(len(candidates)), key=key)
     ranking = []

@@ -34,6 +34,7 @@ from ..selection.methods import BIF
 from ..selection.options import Execution
 from ..selection.screening import Screening
 from ..selection.search import grid_search
+from ..selection.spectral_method import Spectral
 from ..selection.tasks import exact_task
 from ..validation import check_data
 from .command_files import DataFiles, Outputs
@@ -64,10 +65,10 @@ def resolve_screen(screen, n_samples, method, checkpoint):
     """``screen="auto"``: "off" with rff, spectral (whose every lam of a kernel setting
     costs one eigendecomposition: the whole grid is evaluated) or a checkpoint, "halving"
     from :data:`HALVING_AUTO_FROM` rows, else "coarse"; other values are returned
-    unchanged."""
+    unchanged. ``method``: the search's method object."""
     if screen != "auto":
         return screen
-    if method in ("rff", "spectral") or checkpoint is not None:
+    if isinstance(method, FeatureSpace | Spectral) or checkpoint is not None:
         return "off"
     return "halving" if n_samples >= HALVING_AUTO_FROM else "coarse"
 
@@ -135,7 +136,7 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
     execution = Execution() if execution is None else execution
     spec = machine if isinstance(machine, Machine) else make_machine(machine)
     cv_method = make_method(method, spec.name, folds=folds)
-    name = cv_method.name
+    rff = isinstance(cv_method, FeatureSpace)
     final = getattr(cv_method, "final", "auto")
     data, test, stream = files.data, files.test, files.stream
     header, target = files.header, files.target
@@ -156,7 +157,7 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
         figure_class()  # fails now, with advice, if matplotlib is missing
     X_test = y_test = None
     if stream:
-        check_stream(name, files.scale, final, plot)
+        check_stream(cv_method, files.scale, final, plot)
         X, X_test = open_streamed(data, test, header)
         y = X.labels()
     elif test is None:
@@ -174,17 +175,17 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
     fold_path = None
     # The feature draw is seeded even when the folds come from a file (then the seed sets
     # only the features).
-    if name == FeatureSpace.name and cv_method.feature_seed is None:
+    if rff and cv_method.feature_seed is None:
         cv_method = replace(cv_method, feature_seed=0 if seed is None else int(seed))
     if files.fold_ids is not None:
         fold_path = str(files.fold_ids)
         folds = read_fold_ids(files.fold_ids, y.shape[0])
         seed = None
-    if name == FeatureSpace.name and final == "kernel" and test is not None:
+    if rff and final == "kernel" and test is not None:
         check_final_kernel(spec.name, y.shape[0], memory_budget)
     granularity = getattr(cv_method, "granularity", None)
     screen = resolve_screen(screen.strategy if isinstance(screen, Screening) else screen,
-                            y.shape[0], name, checkpoint)
+                            y.shape[0], cv_method, checkpoint)
 
     result = grid_search(
         X, y, spec, kernel=kernel, gammas=gammas, degrees=degrees, lams=lams, Cs=Cs,
@@ -201,10 +202,10 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
 
     report["test_error"] = None
     test_predicted = final_model = None
-    if test is None and save_model is None and name == "rff" and final != "auto":
+    if test is None and save_model is None and rff and final != "auto":
         report["notes"].append(f"--final {final} chooses the model that is tested; without "
                                "--test (or --save-model) no final model was fit")
-    if name == "rff" and (test is not None or save_model is not None):
+    if rff and (test is not None or save_model is not None):
         final_tic = time.perf_counter()
         final_model, kind, notes = fit_final(X, y, result, final, memory_budget,
                                              kernel_limit=cv_method.final_kernel_limit,
@@ -214,7 +215,7 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
         if kind == "linear":
             report["final_features"] = final_model.n_features
         report["notes"].extend(notes)
-    if test is not None and name == "rff":
+    if test is not None and rff:
         test_tic = time.perf_counter()
         if stream:
             predictions = [] if result.machine_spec.is_multiclass else None
@@ -229,7 +230,7 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
             report["test_error"] = _prediction_error(test_predicted, y_test, result.metric)
         report["timings"]["test_seconds"] = time.perf_counter() - test_tic
     refit = None
-    if test is not None and name != "rff":
+    if test is not None and not rff:
         test_tic = time.perf_counter()
         refit = _refit_choice(result, X, y, memory_budget)
         test_predicted = refit.predict(X_test)

@@ -15,12 +15,14 @@ import numpy as np
 from ..datasets import file_format
 from ..exceptions import KernelCVError
 from ..rowchunks import chunk_rows_for, open_rows
+from ..selection.feature_space import FeatureSpace
 from ..textchunks import open_svmlight_files
 
 
 def check_stream(method, scale, final, plot):
-    """Refuse, before any work, what a streamed search cannot do."""
-    if method != "rff":
+    """Refuse, before any work, what a streamed search cannot do (``method``: the search's
+    method object)."""
+    if not isinstance(method, FeatureSpace):
         raise KernelCVError("--stream reads the training rows in chunks; only --method rff "
                             "needs them as sums over chunks")
     if scale != "none":

@@ -26,6 +26,7 @@ from ..criteria.random_features import LOSSES, c_to_lam, paper_cs, paper_gammas,
 from ..exceptions import KernelCVError
 from ..features import (
     MAPS,
+    RFF,
     FeatureMap,
     check_feature_memory,
     check_finite_features,
@@ -289,7 +290,7 @@ class FeatureSpace(CVMethod):
             limit = memory_budget_bytes(memory_budget)
             if estimate > limit:
                 hint = ("use --feature-map nystroem (D landmark rows, not a d x D draw) or "
-                        if self.feature_map == "rff" else "")
+                        if self.feature_map == RFF else "")
                 raise KernelCVError(
                     f"the rff search needs about {format_bytes(estimate)} at D = {D} "
                     f"({'its first size' if self.adaptive else 'fixed'}), more than the "

@@ -35,6 +35,7 @@ from .._threads import blas_threads_for
 from ..criteria.closed_form import ClosedFormCV
 from ..criteria.evaluate import evaluate_lam
 from ..criteria.multiclass import MulticlassCV
+from ..criteria.result import Criterion
 from ..criteria.scoring import HeldoutScore
 from ..exceptions import KernelCVError
 from ..kernels import GramFactory
@@ -79,7 +80,7 @@ class CVMethod:
     """
 
     name: ClassVar[str] = ""
-    criterion: ClassVar[str] = "exact"
+    criterion: ClassVar[Criterion] = Criterion.EXACT
     exact: ClassVar[bool] = True
     safeguarded: ClassVar[bool] = False
     refines: ClassVar[bool] = False
@@ -227,7 +228,8 @@ class CVMethod:
 
     def _multiclass_state(self, K, y, fold_ids, machine):
         """The state of a multiclass setting: its binary problems on ``fold_ids``."""
-        return MulticlassCV(K, y, fold_ids, machine, closed_form=self.criterion == "closed-form")
+        return MulticlassCV(K, y, fold_ids, machine,
+                            closed_form=self.criterion == Criterion.CLOSED_FORM)
 
     def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
         ev = self._evaluate(K, y, fold_ids, lam, machine, state, previous)
@@ -310,7 +312,7 @@ class ClosedForm(CVMethod):
     """
 
     name: ClassVar[str] = "closed-form"
-    criterion: ClassVar[str] = "closed-form"
+    criterion: ClassVar[Criterion] = Criterion.CLOSED_FORM
     dense_matrices: ClassVar[float] = 3.0
 
     def bind(self, machine, kernel, random_state=None):
@@ -338,7 +340,7 @@ class BIF(CVMethod):
     """
 
     name: ClassVar[str] = "bif"
-    criterion: ClassVar[str] = "bif"
+    criterion: ClassVar[Criterion] = Criterion.BIF
     exact: ClassVar[bool] = False
     safeguarded: ClassVar[bool] = True
 

@@ -11,6 +11,9 @@ from ..exceptions import KernelCVError
 from ..kernels import GramFactory, make_kernel
 from ..machines import Machine
 
+#: The status of a candidate (and the source of a value) whose CV error is exact refit CV's.
+EXACT_STATUS = "exact"
+
 
 def parse_order(order):
     """Validate a BIF order: an int >= 1, ``"inf"`` or ``"auto"``."""

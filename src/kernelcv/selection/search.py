@@ -40,6 +40,7 @@ from .options import (
     kernel_settings,
 )
 from .record_checks import BIF_FLAGS
+from .records import EXACT_STATUS
 from .refine import refine_search
 from .resume_check import recompute_resumed_choice
 from .safeguards import (
@@ -245,7 +246,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     for candidate in candidates:
         for flag in BIF_FLAGS:  # BIF's; other criteria: False
             candidate.setdefault(flag, False)
-        candidate["status"] = "exact" if method.exact else "approximate"
+        candidate["status"] = EXACT_STATUS if method.exact else "approximate"
         if method.exact:
             candidate["exact_error"] = candidate_error(candidate, average)
         if average == "folds" and candidate["fold_errors"] is not None:

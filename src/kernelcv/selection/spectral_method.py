@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .._threads import blas_threads_for
+from ..criteria.result import Criterion
 from ..criteria.spectral import TOLERANCE, spectral_evaluations
 from ..exceptions import KernelCVError
 from .methods import CVMethod
@@ -39,7 +40,7 @@ class Spectral(CVMethod):
     """
 
     name: ClassVar[str] = "spectral"
-    criterion: ClassVar[str] = "spectral"
+    criterion: ClassVar[Criterion] = Criterion.SPECTRAL
     # K, Q (the eigenvectors) and the divide-and-conquer eigh's workspace (~2 n^2).
     dense_matrices: ClassVar[float] = 4.5
 
