@@ -393,3 +393,65 @@ def test_a_screened_search_s_progress_ends_complete():
                     progress=lambda stage, done, total: calls.append((stage, done, total))))
     screen = [call for call in calls if call[0] == "screen"]
     assert screen and screen[-1][1] == screen[-1][2] < 9 * 15
+
+
+def test_a_search_strategy_of_ones_own_plugs_into_run_search(binary):
+    """Issue 39: a strategy is an object with one small protocol (name, enabled,
+    evaluate); run_search takes it as it takes the built-in ones."""
+    from kernelcv.selection import SearchSpace, run_search
+    from kernelcv.selection.methods import ExactRefit
+    from kernelcv.selection.screening import (
+        CoarseWalk,
+        FullGrid,
+        HalvingWalk,
+        Screening,
+        SearchStrategy,
+        plan,
+    )
+
+    class FirstSetting(SearchStrategy):
+        name = "first-setting"
+
+        def evaluate(self, grid):
+            records = grid.runner()({0: grid.setting_lams[0]})
+            return records, 0, ["the first kernel setting only"]
+
+    X, y = binary
+    gammas, lams = [0.1, 1.0, 10.0], [1e-3, 1e-2, 1e-1]
+    space = SearchSpace.grid("rbf", gammas, lams=lams)
+    mine = run_search(X, y, make_machine("l2svm"), ExactRefit(), space, folds=5,
+                      screening=FirstSetting())
+    full = grid_search(X, y, "l2svm", gammas=gammas, lams=lams, method="exact", folds=5)
+    assert [c["gamma"] for c in mine.candidates] == [0.1] * 3
+    assert [c["cv_error"] for c in mine.candidates] == \
+        [c["cv_error"] for c in full.candidates if c["gamma"] == 0.1]
+    assert "the first kernel setting only" in mine.notes
+    assert any(note.startswith("screened (first-setting): 3 of 9") for note in mine.notes)
+    with pytest.raises(KernelCVError, match="checkpoint"):
+        run_search(X, y, make_machine("l2svm"), ExactRefit(), space, folds=5,
+                   screening=FirstSetting(), execution=Execution(checkpoint="x.jsonl"))
+    assert plan(Screening("coarse", keep=2)) == CoarseWalk(keep=2)
+    assert plan(Screening("halving")) == HalvingWalk(keep=3)
+    assert isinstance(plan(Screening()), FullGrid) and not plan(Screening()).enabled
+
+
+def test_the_method_owns_the_step_after_the_grid(binary):
+    """Issue 39: what follows the grid is the method's hook (refine_choice), not a flag
+    the driver reads."""
+    from dataclasses import dataclass
+
+    from kernelcv.selection import SearchSpace, run_search
+    from kernelcv.selection.methods import ExactRefit
+
+    @dataclass(frozen=True)
+    class LastIsBest(ExactRefit):
+        def refine_choice(self, candidates, best_index, run):
+            last = len(candidates) - 1
+            return last, [last], [f"moved from {best_index} to {last}"]
+
+    X, y = binary
+    space = SearchSpace.grid("rbf", [0.1, 1.0], lams=[1e-2, 1e-1])
+    plain = run_search(X, y, make_machine("l2svm"), ExactRefit(), space, folds=5)
+    moved = run_search(X, y, make_machine("l2svm"), LastIsBest(), space, folds=5)
+    assert moved.best_index == 3 and moved.refined == [3]
+    assert f"moved from {plain.best_index} to 3" in moved.notes

@@ -55,10 +55,12 @@ from .refine import (
     check_refine,
     check_refine_memory,
     refine_for_final,
+    refine_search,
     refine_wanted,
     refit_name,
 )
 from .rowmap import LocalRows
+from .screening import SCREENING_REFUSED
 
 # Machines a random-feature search supports, with their default loss in feature space
 # for a fixed D (the paper's protocol); the adaptive count uses the square loss.
@@ -298,6 +300,23 @@ class FeatureSpace(CVMethod):
                     "--memory-budget")
         check_refine_memory(self.refine, self.refit_machine, n_samples, memory_budget)
         return estimate
+
+    def check_screening(self, screening):
+        # the feature growth walks the grid itself, then the refinement walks it by exact
+        # refits: neither follows a screened part of the grid
+        if screening.enabled:
+            raise KernelCVError(SCREENING_REFUSED)
+
+    def refine_choice(self, candidates, best_index, run):
+        """The exact refinement of the feature-space choice
+        (:func:`~kernelcv.selection.refine.refine_search`)."""
+        return refine_search(run.X, run.y, run.fold_ids, candidates, best_index, run.machine,
+                             run.average, self.refine, self.refine_evals,
+                             run.execution.progress, workers=run.execution.workers,
+                             memory_budget=run.execution.memory_budget)
+
+    def edge_notes(self, edges, best, reasons):
+        return []  # worded by notes(), with the feature-space grid's own ends
 
     def config_entries(self, machine):
         entries = {**super().config_entries(machine), "features": self.features,

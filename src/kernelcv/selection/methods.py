@@ -26,7 +26,7 @@ shares one eigendecomposition instead). The random-feature method lives in
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
@@ -42,6 +42,7 @@ from ..kernels import GramFactory
 from ..machines import Machine
 from ..memory import check_dense_budget
 from ..validation import make_folds
+from .edges import edge_note
 from .granularity import (
     RULES,
     GranularityRule,
@@ -51,10 +52,35 @@ from .granularity import (
 )
 from .grids import default_gammas, default_lams
 from .records import cv_record, fold_losses, gram_for_setting, loss_delta, parse_order
+from .safeguards import run_safeguards
 from .warm_starts import WarmStarts
 
-__all__ = ["BIF", "CVMethod", "ClosedForm", "ExactRefit", "GranularityRule",
+__all__ = ["BIF", "CVMethod", "ClosedForm", "ExactRefit", "GranularityRule", "GridRun",
            "cv_record", "gram_for_setting", "loss_delta", "parse_order"]
+
+
+@dataclass
+class GridRun:
+    """What the steps after the grid work with: the search's data, folds and options, and
+    what they fill in (``heldout``, ``values``: the held-out class codes and decision values
+    of every candidate refitted exactly, index -> array).
+
+    :func:`~kernelcv.selection.search.run_search` builds it once the grid is evaluated and
+    hands it to the method's hooks (:meth:`CVMethod.check_grid`,
+    :meth:`CVMethod.refine_choice`).
+    """
+
+    X: object
+    y: np.ndarray
+    fold_ids: np.ndarray
+    machine: Machine
+    average: str
+    safeguards: object
+    execution: object
+    shared: dict
+    store: object = None
+    heldout: dict = field(default_factory=dict)
+    values: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -141,6 +167,36 @@ class CVMethod:
     def reported_order(self):
         """The BIF order to report (None for other methods)."""
         return None
+
+    # ------------------------------------------------------------------ after the grid
+    # What follows the grid belongs to the method: the driver calls these hooks and
+    # never asks which method it runs.
+    def check_screening(self, screening):
+        """Refuse a screening strategy the method cannot follow (default: any is fine)."""
+
+    def check_grid(self, candidates: list[dict], run: GridRun) -> tuple[list, list]:
+        """The exact checks after the grid: ``(rechecked, confirmed)`` candidate indices.
+
+        A safeguarded method (``safeguarded``: its scores are approximate) re-evaluates
+        degenerate candidates and confirms the best ``run.safeguards.confirm`` by exact
+        refit CV (:func:`~kernelcv.selection.safeguards.run_safeguards`); an exact
+        method needs nothing.
+        """
+        if not self.safeguarded:
+            return [], []
+        return run_safeguards(candidates, self, run.safeguards, run.average, run.shared,
+                              run.store, run.execution, run.heldout, run.values)
+
+    def refine_choice(self, candidates: list[dict], best_index: int,
+                      run: GridRun) -> tuple[int, list, list[str]]:
+        """A step after the choice: ``(best_index, refined indices, notes)``; default
+        none (the random-feature method walks the grid by exact refits here)."""
+        return best_index, [], []
+
+    def edge_notes(self, edges: dict, best: dict, reasons: dict | None) -> list[str]:
+        """The note when the choice lies on an end of the grid
+        (:func:`~kernelcv.selection.edges.edge_note`)."""
+        return edge_note(edges, best, reasons)
 
     # ------------------------------------------------------------------ the grid
     def search_grid(self, X, y, fold_ids, settings, setting_lams, shared, execution):

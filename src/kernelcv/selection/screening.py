@@ -45,7 +45,10 @@ coarse walk on the subsample (about 70 points before session 19 left 8 out of it
 ``"halving"``; australian 23, a1a 17 of 315 on all rows).
 
 :func:`evaluate_grid` runs what the strategy chooses through the search's task runner
-(every candidate, resumable from a checkpoint, when screening is off).
+(every candidate, resumable from a checkpoint, when screening is off). The strategies
+are plug-in objects (:class:`SearchStrategy`: ``name``, ``enabled``,
+``evaluate(grid)``): :class:`FullGrid`, :class:`CoarseWalk`, :class:`HalvingWalk`;
+:class:`Screening` names them for the front doors.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -109,6 +113,11 @@ LEAVE_OUT_MOST_REGULARISED = True
 # another three of them. The subsample walk keeps the 3 x 3 blocks: it only chooses the
 # start, and with plus-shaped blocks it changed the start on breast-cancer.
 FULL_WALK_SHAPE = "plus"
+
+
+#: Why a search that must see the whole grid refuses screening.
+SCREENING_REFUSED = ("screening evaluates part of the grid: it combines neither with a "
+                     "checkpoint nor with the random-feature method; use screen='off' there")
 
 
 @dataclass(frozen=True)
@@ -341,81 +350,120 @@ def _equal_folds(rows, y, fold_ids, rng):
     return rows[keep]
 
 
-def evaluate_grid(settings, setting_lams, shared, execution, screening, store, subsample):
-    """The records of the candidates ``screening`` chooses, one task per setting and round.
+@dataclass
+class GridTasks:
+    """The grid a search strategy chooses from, and the way to evaluate part of it.
 
-    ``shared`` holds the arguments of :func:`kernelcv.selection.tasks.evaluate_task`
-    common to all tasks, ``store`` an optional checkpoint (full grid only), ``subsample``
-    ``(X, method, is_classifier, random_state, pairwise)`` (the walks' start leaves out
-    the settings that are degenerate on X's rows; ``"halving"`` draws its subsample from
-    them). Returns the records
-    per setting, the refinement rounds of a walk (0 for the full grid) and notes.
+    ``settings`` and ``setting_lams`` are the grid; ``shared`` holds the arguments of
+    :func:`kernelcv.selection.tasks.evaluate_task` common to all tasks; ``store`` an
+    optional checkpoint (full grid only); ``subsample`` ``(X, method, is_classifier,
+    random_state, pairwise)`` (the walks leave out the settings that are degenerate on
+    X's rows; ``"halving"`` draws its subsample from them; ``pairwise``: a one-vs-one
+    multiclass machine). ``done`` counts the records evaluated, for the progress.
     """
-    if screening.enabled:
-        per_setting, rounds, notes = _screened_grid(settings, setting_lams, shared,
-                                                    execution, screening, subsample)
-        # the walk's total was the grid's, which it never meant to reach: the progress
-        # ends at what was evaluated (it showed 19/195 when done)
-        evaluated = sum(len(records) for records in per_setting.values())
-        execution.report("screen", evaluated, evaluated)
-        return per_setting, rounds, notes
-    return _full_grid(settings, setting_lams, shared, execution, store), 0, []
 
+    settings: list
+    setting_lams: list
+    shared: dict
+    execution: object
+    store: object = None
+    subsample: tuple | None = None
+    done: int = 0
 
-def _full_grid(settings, setting_lams, shared, execution, store):
-    """Every kernel setting with all its lam values; finished settings come from ``store``."""
-    per_setting: dict[int, list[dict]] = dict(store.settings) if store else {}
-    todo = [i for i in range(len(settings)) if i not in per_setting]
-    tasks = [{"setting": settings[i], "lams": setting_lams[i]} for i in todo]
-    execution.report("search", len(per_setting), len(settings))
-    with closing(run_tasks(evaluate_task, tasks, shared=shared, n_jobs=execution.n_jobs,
-                           backend=execution.backend,
-                           scheduler=execution.scheduler)) as finished:
-        for position, records in finished:
-            index = todo[position]
-            per_setting[index] = records
-            if store is not None:
-                store.add_setting(index, records)
-            execution.report("search", len(per_setting), len(settings))
-    return per_setting
+    @property
+    def size(self) -> int:
+        return sum(len(lams) for lams in self.setting_lams)
 
+    def runner(self, context=None, stage="screen", scale=1.0) -> Callable[[dict], dict]:
+        """``evaluate(request)``: the records of ``{setting index: [lam, ...]}``, one task
+        per setting (its lam values scaled by ``scale``), with ``context`` instead of the
+        shared task arguments (a subsample's), progress reported as ``stage``."""
+        context = self.shared if context is None else context
+        execution = self.execution
 
-def _plateau_note(sizes) -> str:
-    return (f"halving: on subsamples of {' and '.join(map(str, sizes))} rows every point "
-            "predicted one class only")
-
-
-def _screened_grid(settings, setting_lams, shared, execution, screening, subsample):
-    """The walks of :mod:`kernelcv.selection.screening`, one task per setting and round.
-
-    ``subsample`` is ``(X, method, is_classifier, random_state, pairwise)`` for
-    ``"halving"`` (``pairwise``: a one-vs-one multiclass machine).
-    Returns the records per setting, the refinement rounds and notes.
-    """
-    grid_size = sum(len(lams) for lams in setting_lams)
-    done = 0
-
-    def runner(context, stage, scale=1.0):
         def evaluate(request):
-            nonlocal done
             order = list(request)
-            tasks = [{"setting": settings[i], "lams": [lam * scale for lam in request[i]]}
-                     for i in order]
+            tasks = [{"setting": self.settings[i],
+                      "lams": [lam * scale for lam in request[i]]} for i in order]
             results = {}
             with closing(run_tasks(evaluate_task, tasks, shared=context,
                                    n_jobs=execution.n_jobs, backend=execution.backend,
                                    scheduler=execution.scheduler)) as finished:
                 for position, records in finished:
                     results[order[position]] = records
-                    done += len(records)
-                    execution.report(stage, done, grid_size)
+                    self.done += len(records)
+                    execution.report(stage, self.done, self.size)
             return results
         return evaluate
 
-    evaluate = runner(shared, "screen")
-    if screening.strategy == "halving":
-        X, method, is_classifier, random_state, pairwise = subsample
+
+class SearchStrategy:
+    """Which candidates of the grid a search evaluates: the plug-in protocol.
+
+    ``name`` (reports and notes), ``enabled`` (True: part of the grid only, which a
+    checkpoint cannot resume) and :meth:`evaluate`. A new strategy is a subclass given to
+    :func:`~kernelcv.selection.search.run_search` as ``screening=``; ``screen=`` names
+    the built-in ones (:class:`Screening`).
+    """
+
+    name: ClassVar[str] = ""
+    enabled: ClassVar[bool] = True
+
+    def evaluate(self, grid: GridTasks) -> tuple[dict[int, list[dict]], int, list[str]]:
+        """``(records per setting index, refinement rounds, notes)`` of what it chose
+        from ``grid`` (``grid.runner()`` evaluates a request)."""
+        raise NotImplementedError
+
+
+class FullGrid(SearchStrategy):
+    """Every kernel setting with all its lam values; resumable from a checkpoint."""
+
+    name = "off"
+    enabled = False
+
+    def evaluate(self, grid):
+        settings, store, execution = grid.settings, grid.store, grid.execution
+        per_setting: dict[int, list[dict]] = dict(store.settings) if store else {}
+        todo = [i for i in range(len(settings)) if i not in per_setting]
+        tasks = [{"setting": settings[i], "lams": grid.setting_lams[i]} for i in todo]
+        execution.report("search", len(per_setting), len(settings))
+        with closing(run_tasks(evaluate_task, tasks, shared=grid.shared,
+                               n_jobs=execution.n_jobs, backend=execution.backend,
+                               scheduler=execution.scheduler)) as finished:
+            for position, records in finished:
+                index = todo[position]
+                per_setting[index] = records
+                if store is not None:
+                    store.add_setting(index, records)
+                execution.report("search", len(per_setting), len(settings))
+        return per_setting, 0, []
+
+
+@dataclass(frozen=True)
+class CoarseWalk(SearchStrategy):
+    """The coarse-to-fine walk (strategy ``"coarse"`` of the module notes)."""
+
+    name: ClassVar[str] = "coarse"
+    keep: int = 3
+
+    def evaluate(self, grid):
+        per_setting, rounds = coarse_to_fine(
+            grid.setting_lams, grid.runner(), keep=self.keep,
+            left_out=degenerate_settings(grid.settings, grid.subsample[0]))
+        return per_setting, rounds, []
+
+
+@dataclass(frozen=True)
+class HalvingWalk(CoarseWalk):
+    """The walk started from a subsample's ranking (strategy ``"halving"``)."""
+
+    name: ClassVar[str] = "halving"
+
+    def evaluate(self, grid):
+        X, method, is_classifier, random_state, pairwise = grid.subsample
+        shared, settings, setting_lams = grid.shared, grid.settings, grid.setting_lams
         y, fold_ids = shared["y"], shared["fold_ids"]
+        evaluate = grid.runner()
         tried = []
         for factor in (HALVING_FACTOR, HALVING_MIN_FACTOR):
             rows = halving_subsample(y, fold_ids, random_state, stratify=is_classifier,
@@ -424,22 +472,22 @@ def _screened_grid(settings, setting_lams, shared, execution, screening, subsamp
                 break
             context = {**shared, "y": y[rows], "fold_ids": fold_ids[rows],
                        "data": method.prepare(X[rows], shared["memory_budget"],
-                                              execution.parallel),
+                                              grid.execution.parallel),
                        "warm_starts": WarmStarts()}
             start = halving_start(setting_lams,
-                                  runner(context, "subsample", y.shape[0] / rows.size),
-                                  keep=screening.keep, shape=FULL_WALK_SHAPE,
+                                  grid.runner(context, "subsample", y.shape[0] / rows.size),
+                                  keep=self.keep, shape=FULL_WALK_SHAPE,
                                   left_out=degenerate_settings(settings, X[rows]))
-            done = 0
+            grid.done = 0
             if start is not None:
                 per_setting, rounds = walk(setting_lams, evaluate, start,
-                                           keep=screening.keep, shape=FULL_WALK_SHAPE)
+                                           keep=self.keep, shape=FULL_WALK_SHAPE)
                 return per_setting, rounds, [_plateau_note(tried)] * bool(tried) + [
                     f"halving: the grid walked coarse to fine on a subsample of {rows.size} "
                     f"rows (lam scaled by {y.shape[0] / rows.size:.3g}, the same C), the "
                     "walk started from its 3 best points"]
             tried.append(rows.size)
-        per_setting, rounds = coarse_to_fine(setting_lams, evaluate, keep=screening.keep,
+        per_setting, rounds = coarse_to_fine(setting_lams, evaluate, keep=self.keep,
                                              left_out=degenerate_settings(settings, X))
         if tried:
             return per_setting, rounds, [_plateau_note(tried) + "; walked coarse to fine "
@@ -449,6 +497,42 @@ def _screened_grid(settings, setting_lams, shared, execution, screening, subsamp
         return per_setting, rounds, [f"halving: too few rows for {problem} with "
                                      f"{HALVING_MIN_ROWS_PER_FOLD} rows per fold; walked "
                                      "coarse to fine instead"]
-    per_setting, rounds = coarse_to_fine(setting_lams, evaluate, keep=screening.keep,
-                                         left_out=degenerate_settings(settings, subsample[0]))
-    return per_setting, rounds, []
+
+
+#: The built-in strategies by their ``screen=`` name.
+STRATEGY_CLASSES = {cls.name: cls for cls in (FullGrid, CoarseWalk, HalvingWalk)}
+
+
+def plan(screening) -> SearchStrategy:
+    """The strategy object of a :class:`Screening` (or a strategy object, as given)."""
+    if isinstance(screening, SearchStrategy):
+        return screening
+    if not isinstance(screening, Screening):
+        raise KernelCVError(f"screening must be a Screening or a SearchStrategy, got "
+                            f"{screening!r}")
+    if screening.strategy == FullGrid.name:
+        return FullGrid()
+    return STRATEGY_CLASSES[screening.strategy](keep=screening.keep)
+
+
+def evaluate_grid(settings, setting_lams, shared, execution, screening, store, subsample):
+    """The records of the candidates the strategy chooses, one task per setting and round.
+
+    ``screening`` is a :class:`Screening` or a :class:`SearchStrategy`; the other
+    arguments are :class:`GridTasks`'. Returns the records per setting, the refinement
+    rounds of a walk (0 for the full grid) and notes.
+    """
+    strategy = plan(screening)
+    grid = GridTasks(settings, setting_lams, shared, execution, store, subsample)
+    per_setting, rounds, notes = strategy.evaluate(grid)
+    if strategy.enabled:
+        # the walk's total was the grid's, which it never meant to reach: the progress
+        # ends at what was evaluated (it showed 19/195 when done)
+        evaluated = sum(len(records) for records in per_setting.values())
+        execution.report("screen", evaluated, evaluated)
+    return per_setting, rounds, notes
+
+
+def _plateau_note(sizes) -> str:
+    return (f"halving: on subsamples of {' and '.join(map(str, sizes))} rows every point "
+            "predicted one class only")

@@ -27,9 +27,9 @@ from ..rowchunks import as_source
 from ..validation import check_data, make_folds
 from .baseline import baseline_note
 from .checkpoint import Checkpoint, fingerprint
-from .edges import edge_note, grid_edges
+from .edges import grid_edges
 from .method_choice import METHODS, default_method, make_method
-from .methods import CVMethod
+from .methods import CVMethod, GridRun
 from .moved_options import machine_of, split_moved
 from .options import (
     AVERAGES,
@@ -41,7 +41,6 @@ from .options import (
 )
 from .record_checks import BIF_FLAGS
 from .records import EXACT_STATUS
-from .refine import refine_search
 from .resume_check import recompute_resumed_choice
 from .safeguards import (
     APPROXIMATE,
@@ -52,9 +51,8 @@ from .safeguards import (
     flagged_note,
     none_finite,
     rank,
-    run_safeguards,
 )
-from .screening import Screening, evaluate_grid
+from .screening import SCREENING_REFUSED, Screening, SearchStrategy, evaluate_grid, plan
 from .warm_starts import WarmStarts
 
 # Option names that select results of nothing: they may differ when a checkpoint resumes.
@@ -147,7 +145,7 @@ class SearchResult:
 def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, folds=10,
                random_state=0, average="pooled", safeguards: Safeguards | None = None,
                execution: Execution | None = None,
-               screening: Screening | None = None) -> SearchResult:
+               screening: Screening | SearchStrategy | None = None) -> SearchResult:
     """Evaluate every candidate of ``space`` with ``method``, then apply its after-grid step.
 
     Parameters
@@ -167,9 +165,14 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         ``Safeguards()``).
     execution : :class:`Execution` (workers, checkpoint, progress, memory budget; default
         ``Execution()``: one process, no checkpoint).
-    screening : :class:`~kernelcv.selection.screening.Screening`: every candidate
-        (default) or a coarse-to-fine walk that evaluates only the neighbourhoods of the
-        best points (not with a checkpoint, nor with the random-feature method).
+    screening : which candidates are evaluated: a
+        :class:`~kernelcv.selection.screening.Screening` naming a built-in strategy (every
+        candidate, the default; a coarse-to-fine walk that evaluates only the
+        neighbourhoods of the best points; a walk started from a subsample's ranking) or
+        a strategy object of one's own (:class:`~kernelcv.selection.screening.
+        SearchStrategy`: ``name``, ``enabled``, ``evaluate(grid)``). A strategy that
+        evaluates part of the grid combines neither with a checkpoint nor with the
+        random-feature method.
 
     Returns
     -------
@@ -178,13 +181,12 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     total_tic = time.perf_counter()
     safeguards = Safeguards() if safeguards is None else safeguards
     execution = Execution() if execution is None else execution
-    screening = Screening() if screening is None else screening
+    screening = plan(Screening() if screening is None else screening)
     if execution.checkpoint is not None and not method.checkpointable:
         raise KernelCVError(f"a checkpoint cannot resume {method.describe()}")
-    if screening.enabled and (execution.checkpoint is not None or method.refines):
-        raise KernelCVError("screening evaluates part of the grid: it combines neither "
-                            "with a checkpoint nor with the random-feature method; use "
-                            "screen='off' there")
+    if screening.enabled and execution.checkpoint is not None:
+        raise KernelCVError(SCREENING_REFUSED)
+    method.check_screening(screening)
     if average not in AVERAGES:
         raise KernelCVError(f"average must be 'pooled' or 'folds', got {average!r}")
     X, y, mapping = check_data(*as_source(X, y), machine.is_classifier, multiclass=True)
@@ -253,10 +255,10 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
             candidate["score"] = float(np.mean(candidate["fold_errors"]))
 
     confirm_tic = time.perf_counter()
-    rechecked, confirmed, heldout, values = [], [], {}, {}
-    if method.safeguarded:
-        rechecked, confirmed = run_safeguards(candidates, method, safeguards, average,
-                                              shared, store, execution, heldout, values)
+    run = GridRun(X=X, y=y, fold_ids=fold_ids, machine=machine, average=average,
+                  safeguards=safeguards, execution=execution, shared=shared, store=store)
+    rechecked, confirmed = method.check_grid(candidates, run)
+    heldout, values = run.heldout, run.values
     best_index = choose(candidates, method.safeguarded, method.score_is_error, confirmed,
                         rechecked, chosen)
     resume_notes = []
@@ -275,12 +277,8 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     notes, refined, refine_tic = list(store.notes) if store else [], [], time.perf_counter()
     notes.extend(walk_notes)
     notes.extend(resume_notes)
-    if method.refines:
-        best_index, refined, refine_notes = refine_search(
-            X, y, fold_ids, candidates, best_index, machine, average, method.refine,
-            method.refine_evals, execution.progress, workers=execution.workers,
-            memory_budget=budget)
-        notes.extend(refine_notes)
+    best_index, refined, refine_notes = method.refine_choice(candidates, best_index, run)
+    notes.extend(refine_notes)
     notes.extend(method.notes(candidates, best_index, n))
     notes.extend(flagged_note(candidates))
     if method.score_is_error and isinstance(y, np.ndarray):
@@ -288,13 +286,12 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
                                    machine.is_classifier))
     notes.extend([derived.note()] if derived else [])
     edges = grid_edges(candidates[best_index], settings, setting_lams, space.param_name)
-    if not method.refines:  # the random-feature method words its own edge note
-        notes.extend(edge_note(edges, candidates[best_index],
-                               derived.edge_reasons() if derived else None))
+    notes.extend(method.edge_notes(edges, candidates[best_index],
+                                   derived.edge_reasons() if derived else None))
     if screening.enabled:
         grid_size = sum(len(lams) for lams in setting_lams)
         notes.extend(screen_notes)
-        notes.append(f"screened ({screening.strategy}): {len(candidates)} of {grid_size} "
+        notes.append(f"screened ({screening.name}): {len(candidates)} of {grid_size} "
                      f"candidates evaluated on all rows, {rounds} refinement rounds after "
                      "the start")
     if machine.is_multiclass:
@@ -398,7 +395,8 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         raise KernelCVError(f"average must be 'pooled' or 'folds', got {average!r}")
     guards = _group_of("safeguards", safeguards, Safeguards, old.safeguards)
     execution = _group_of("execution", execution, Execution, old.execution)
-    screening = screen if isinstance(screen, Screening) else Screening(strategy=screen)
+    screening = (screen if isinstance(screen, Screening | SearchStrategy)
+                 else Screening(strategy=screen))
     params = {**check_kernel_params(kernel_params), **old.kernel_params}
     cv_method.bind(machine_spec, kernel, random_state)  # machine/kernel errors first
     space = SearchSpace.grid(kernel, gammas, degrees, lams, Cs=Cs, **params)

@@ -13,12 +13,12 @@ Inputs are trusted: :func:`kernelcv.selection.search.run_search` validates them 
 from __future__ import annotations
 
 from ..machines import Machine
-from .methods import CVMethod
 
 
-def evaluate_task(method: CVMethod, machine: Machine, data, y, fold_ids, random_state,
+def evaluate_task(method, machine: Machine, data, y, fold_ids, random_state,
                   memory_budget, setting: dict, lams, warm_starts=None) -> list[dict]:
-    """Every lam of one kernel setting with ``method`` (one record per lam, in order).
+    """Every lam of one kernel setting with ``method`` (one record per lam, in order);
+    ``method`` is a CV method object (:class:`~kernelcv.selection.methods.CVMethod`).
 
     ``warm_starts``: the search's :class:`~kernelcv.selection.warm_starts.WarmStarts`
     (the kernel methods start each fit from its nearest stored fit), or None.
@@ -28,7 +28,7 @@ def evaluate_task(method: CVMethod, machine: Machine, data, y, fold_ids, random_
                                    warm_starts=warm_starts)
 
 
-def exact_task(method: CVMethod, machine: Machine, data, y, fold_ids, random_state,
+def exact_task(method, machine: Machine, data, y, fold_ids, random_state,
                memory_budget, setting: dict, lam: float, n_folds: int,
                warm_starts=None) -> dict:
     """Exact refit CV of one candidate on the folds its score was computed on (its full
