@@ -16,7 +16,8 @@ from sklearn.datasets import dump_svmlight_file
 from kernelcv import Execution, FeatureSpace, make_machine
 from kernelcv.cli import main
 from kernelcv.exceptions import KernelCVError
-from kernelcv.selection import backends, dask_rows
+from kernelcv.random_features import dask_rows
+from kernelcv.selection import backends
 from kernelcv.selection.search import grid_search
 from kernelcv.textchunks import open_svmlight_files
 from kernelcv.validation import check_data, make_folds

@@ -13,23 +13,23 @@ from sklearn.linear_model import Ridge
 
 from kernelcv import FeatureSpace, KernelSearchCV
 from kernelcv.cli import main
-from kernelcv.criteria.feature_sums import (
+from kernelcv.datasets import make_synthetic
+from kernelcv.exceptions import KernelCVError
+from kernelcv.features import FeatureMap
+from kernelcv.random_features.growth import (
+    choose_point,
+    feature_sizes,
+    is_stable,
+    keep_settings,
+)
+from kernelcv.random_features.linear_cv import linear_svm_path_cv, square_path_cv
+from kernelcv.random_features.sums import (
     FoldSums,
     chunk_square_errors,
     chunk_square_sums,
     held_out_values,
     path_from_errors,
     square_fold_models,
-)
-from kernelcv.criteria.random_features import linear_svm_path_cv, square_path_cv
-from kernelcv.datasets import make_synthetic
-from kernelcv.exceptions import KernelCVError
-from kernelcv.features import FeatureMap
-from kernelcv.selection.feature_growth import (
-    choose_point,
-    feature_sizes,
-    is_stable,
-    keep_settings,
 )
 from kernelcv.selection.search import grid_search
 from kernelcv.validation import check_data, make_folds

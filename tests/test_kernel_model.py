@@ -21,7 +21,7 @@ from kernelcv.kernels import Kernel
 from kernelcv.machines import make_machine
 from kernelcv.machines import model as model_module
 from kernelcv.machines.model import KernelModel, decision_values
-from kernelcv.selection import final
+from kernelcv.random_features import final
 
 ESTIMATORS = {"krr": KernelRidgeRegressor, "lssvm": LSSVMClassifier, "l2svm": L2SVMClassifier,
               "svm": HuberSVMClassifier, "svr": HuberSVMRegressor}

@@ -14,7 +14,7 @@ from kernelcv.datasets import make_synthetic
 from kernelcv.exceptions import KernelCVError
 from kernelcv.kernels import GramFactory, make_kernel
 from kernelcv.machines import make_machine
-from kernelcv.selection.feature_space import FeatureSpace
+from kernelcv.random_features.method import FeatureSpace
 from kernelcv.selection.gacv_method import GACV
 from kernelcv.selection.methods import BIF, ClosedForm, ExactRefit, GranularityRule
 from kernelcv.selection.options import Execution, Safeguards, SearchSpace

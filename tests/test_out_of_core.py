@@ -17,8 +17,8 @@ from kernelcv import FeatureSpace, rowchunks
 from kernelcv.cli import main
 from kernelcv.datasets import load_data, make_synthetic
 from kernelcv.exceptions import KernelCVError
+from kernelcv.random_features import final
 from kernelcv.rowchunks import ArraySource, NpzSource, open_rows
-from kernelcv.selection import final
 from kernelcv.selection.search import grid_search
 from kernelcv.textchunks import CsvSource, open_svmlight_files
 

@@ -14,7 +14,11 @@ from sklearn.svm import SVC, LinearSVC
 
 from flat_options import as_objects
 from kernelcv import Execution, FeatureSpace, KernelSearchCV
-from kernelcv.criteria.random_features import (
+from kernelcv.datasets import load_data, load_train_test, make_synthetic
+from kernelcv.exceptions import KernelCVError
+from kernelcv.features import FeatureMap, LinearFeatureModel
+from kernelcv.random_features import final
+from kernelcv.random_features.linear_cv import (
     c_to_lam,
     lam_to_c,
     linear_svm_path_cv,
@@ -24,10 +28,6 @@ from kernelcv.criteria.random_features import (
     squared_hinge_fit,
     squared_hinge_objective,
 )
-from kernelcv.datasets import load_data, load_train_test, make_synthetic
-from kernelcv.exceptions import KernelCVError
-from kernelcv.features import FeatureMap, LinearFeatureModel
-from kernelcv.selection import final
 from kernelcv.selection.search import grid_search
 from kernelcv.validation import make_folds
 
@@ -366,7 +366,7 @@ def test_edge_of_grid_note_and_parallel_workers_agree(data):
 
 
 def test_newton_system_solver_falls_back_when_not_positive_definite():
-    from kernelcv.criteria.random_features import _solve_spd
+    from kernelcv.random_features.linear_cv import _solve_spd
 
     rng = np.random.default_rng(3)
     A = rng.standard_normal((30, 8))

@@ -12,14 +12,14 @@ from sklearn.svm import SVC
 
 from kernelcv import Execution, FeatureSpace, KernelSearchCV, cross_validate
 from kernelcv.cli import main
-from kernelcv.criteria.kernel_refit import machine_refit_cv, svc_refit_cv
-from kernelcv.criteria.random_features import c_to_lam
 from kernelcv.datasets import make_synthetic
 from kernelcv.exceptions import KernelCVError
 from kernelcv.kernels import GramFactory, make_kernel
 from kernelcv.machines import make_machine
-from kernelcv.selection import refine as refine_module
-from kernelcv.selection.refine import neighbours, refine_walk
+from kernelcv.random_features import refine as refine_module
+from kernelcv.random_features.kernel_refit import machine_refit_cv, svc_refit_cv
+from kernelcv.random_features.linear_cv import c_to_lam
+from kernelcv.random_features.refine import neighbours, refine_walk
 from kernelcv.selection.search import grid_search
 from kernelcv.validation import make_folds
 
@@ -296,7 +296,7 @@ def test_pruned_refits_leave_the_refined_choice_unchanged(data, monkeypatch):
     options = dict(method=FeatureSpace(features=10, refine=True), folds=folds, gammas=GAMMAS,
                    Cs=CS)
     with_pruning = grid_search(X, y, "svm", **options)
-    from kernelcv.criteria import kernel_refit
+    from kernelcv.random_features import kernel_refit
 
     full_refits = kernel_refit.svc_refit_cv
 
@@ -498,7 +498,7 @@ def test_cli_refine_report_and_errors(tmp_path, capsys):
 
 
 def test_edge_note_blames_the_features_only_before_an_exact_check():
-    from kernelcv.selection.feature_notes import edge_notes
+    from kernelcv.random_features.notes import edge_notes
 
     candidates = _grid_candidates(np.arange(9.0).reshape(3, 3))  # best: smallest gamma
     (note,) = edge_notes(candidates, 0, 30)
@@ -541,7 +541,7 @@ def test_search_with_n_jobs_refines_the_same_way(data):
 
 def test_refit_threads_are_capped_at_the_folds_and_the_table_shows_bounds(data):
     from kernelcv.cli.select import _exact
-    from kernelcv.selection.refine import RefitEvaluator
+    from kernelcv.random_features.refine import RefitEvaluator
 
     X, y, folds = data  # 200 samples, 5 folds
     budget = 200 * 200 * 8 * 7.5  # room for 7 n x n

@@ -18,7 +18,7 @@ from kernelcv.cli import main
 from kernelcv.datasets import make_synthetic
 from kernelcv.features import LinearFeatureModel
 from kernelcv.machines.saved_model import save_model
-from kernelcv.selection import final
+from kernelcv.random_features import final
 from kernelcv.selection.search import grid_search
 from kernelcv.validation import check_data
 

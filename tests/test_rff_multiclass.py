@@ -24,7 +24,12 @@ from sklearn.svm import LinearSVC
 import kernelcv as kc
 from kernelcv import Execution, FeatureSpace
 from kernelcv.cli import main
-from kernelcv.criteria.feature_multiclass import (
+from kernelcv.estimators import HuberSVMClassifier, LSSVMClassifier
+from kernelcv.features import FeatureMap
+from kernelcv.machines import make_machine
+from kernelcv.machines.saved_model import load_model, save_model
+from kernelcv.random_features.final import fit_final
+from kernelcv.random_features.multiclass import (
     chunk_class_sums,
     chunk_scheme_errors,
     fit_multiclass_linear,
@@ -33,13 +38,8 @@ from kernelcv.criteria.feature_multiclass import (
     scheme_fold_models,
     scheme_full_models,
 )
-from kernelcv.estimators import HuberSVMClassifier, LSSVMClassifier
-from kernelcv.features import FeatureMap
-from kernelcv.machines import make_machine
-from kernelcv.machines.saved_model import load_model, save_model
+from kernelcv.random_features.rowmap import LocalRows
 from kernelcv.rowchunks import ArraySource, open_rows
-from kernelcv.selection.final import fit_final
-from kernelcv.selection.rowmap import LocalRows
 from kernelcv.validation import make_folds
 from test_multiclass import WRAPPERS, blobs  # the tests folder is on sys.path
 
@@ -337,8 +337,8 @@ def test_cli_select_rff_reports_confusion_and_saves_a_multiclass_model(capsys, t
 def test_large_rff_search_skips_the_exact_confusion(capsys, tmp_path, monkeypatch):
     """Above the refinement's automatic limit a multiclass rff report has no exact CV
     confusion (its t kernel fits are what rff avoids), says why, and still succeeds."""
+    from kernelcv.random_features import refine
     from kernelcv.reports import multiclass as multiclass_report
-    from kernelcv.selection import refine
 
     monkeypatch.setattr(refine, "REFINE_AUTO_LIMIT", 50)
     monkeypatch.setattr(multiclass_report, "REFINE_AUTO_LIMIT", 50)

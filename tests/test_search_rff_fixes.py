@@ -15,18 +15,18 @@ from sklearn.svm import SVC
 
 from kernelcv import Execution, FeatureSpace, KernelSearchCV, make_machine
 from kernelcv.cli import main
-from kernelcv.criteria.random_features import (
-    square_path_cv,
-    squared_hinge_fit,
-    squared_hinge_objective,
-)
 from kernelcv.datasets import make_synthetic
 from kernelcv.estimators import L2SVMClassifier, LSSVMClassifier
 from kernelcv.exceptions import KernelCVError
 from kernelcv.features import FeatureMap, LinearFeatureModel, feature_memory
+from kernelcv.random_features import final
+from kernelcv.random_features.linear_cv import (
+    square_path_cv,
+    squared_hinge_fit,
+    squared_hinge_objective,
+)
 from kernelcv.reports.command_files import DataFiles
 from kernelcv.reports.select import run_select
-from kernelcv.selection import final
 from kernelcv.selection.search import grid_search
 from kernelcv.validation import make_folds
 

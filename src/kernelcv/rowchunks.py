@@ -2,7 +2,7 @@
 
 A *row source* hands out the rows of a data set a chunk at a time, so that a computation
 that needs only sums over rows (the feature-space CV of
-:mod:`kernelcv.criteria.feature_sums`) never holds the whole matrix X:
+:mod:`kernelcv.random_features.sums`) never holds the whole matrix X:
 
 :class:`ArraySource`
     A dense array (a ``numpy.memmap`` or ``numpy.load(..., mmap_mode="r")`` array too:
@@ -250,7 +250,7 @@ def is_dask_array(X) -> bool:
 
 class DaskArraySource:
     """A ``dask.array`` X (row blocks) with its targets: computed a block at a time here,
-    or kept on the cluster block by block (:mod:`kernelcv.selection.dask_rows`)."""
+    or kept on the cluster block by block (:mod:`kernelcv.random_features.dask_rows`)."""
 
     is_row_source = True
     in_memory = False

@@ -26,9 +26,9 @@ from ..criteria.scoring import SCORES, HeldoutScore
 from ..exceptions import KernelCVError
 from ..machines import make_machine
 from ..machines.calibration import PairScale, fit_score_scale
+from ..random_features.final import check_final_kernel, fit_final
+from ..random_features.method import FeatureSpace
 from ..selection.calibration import calibrate_choice, class_codes
-from ..selection.feature_space import FeatureSpace
-from ..selection.final import check_final_kernel, fit_final
 from ..selection.method_choice import make_method
 from ..selection.methods import BIF, ClosedForm, ExactRefit
 from ..selection.moved_options import moved_error

@@ -21,8 +21,8 @@ from __future__ import annotations
 from ..criteria.result import confusion_summary
 from ..cv import cross_validate
 from ..plotting import confusion_figure
-from ..selection.feature_space import FeatureSpace
-from ..selection.refine import REFINE_AUTO_LIMIT, dense_refits_fit, refine_wanted, refit_name
+from ..random_features.method import FeatureSpace
+from ..random_features.refine import REFINE_AUTO_LIMIT, dense_refits_fit, refine_wanted, refit_name
 from .io import png
 
 CV_CONFUSION_NAME = "confusion_cv.png"

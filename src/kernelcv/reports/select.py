@@ -25,10 +25,10 @@ from ..machines.model import KernelModel
 from ..machines.saved_model import check_model_path
 from ..machines.saved_model import save_model as save_model_file
 from ..plotting import cv_curve_figure, figure_class, heatmap_figure
+from ..random_features.final import ChunkedSVC, check_final_kernel, fit_final, svc_as_kernel_model
+from ..random_features.method import FeatureSpace
 from ..selection.backends import run_tasks
 from ..selection.calibration import calibrate_choice
-from ..selection.feature_space import FeatureSpace
-from ..selection.final import ChunkedSVC, check_final_kernel, fit_final, svc_as_kernel_model
 from ..selection.method_choice import make_method
 from ..selection.methods import BIF
 from ..selection.options import Execution

@@ -1,7 +1,7 @@
 """``kernelcv select --stream``: the training (and test) file read in row chunks.
 
 With ``--method rff`` the search needs the training rows only through sums over chunks
-(:mod:`kernelcv.criteria.feature_sums`), so the file is never loaded whole: it is opened
+(:mod:`kernelcv.random_features.sums`), so the file is never loaded whole: it is opened
 as a row source (:mod:`kernelcv.rowchunks`), scanned once (row count, targets, every
 line checked), then read again for each pass. The final model is then the linear model
 in feature space (the exact kernel machine needs the rows in memory), and the test error
@@ -14,8 +14,8 @@ import numpy as np
 
 from ..datasets import file_format
 from ..exceptions import KernelCVError
+from ..random_features.method import FeatureSpace
 from ..rowchunks import chunk_rows_for, open_rows
-from ..selection.feature_space import FeatureSpace
 from ..textchunks import open_svmlight_files
 
 

@@ -189,16 +189,16 @@ def run_tasks(
         return _run_sequential(function, tasks, shared)
     if backend in ("loky", "threading"):
         return _run_joblib(function, tasks, shared, n_jobs, backend)
-    distributed = _import_distributed()
+    distributed = import_distributed()
     if scheduler is None:
-        scheduler = _default_client(distributed)
+        scheduler = default_client(distributed)
     elif not isinstance(scheduler, (str, distributed.Client)):
         raise KernelCVError(
             "scheduler must be an address such as 'tcp://127.0.0.1:8786' or a "
             f"distributed.Client, got {type(scheduler).__name__}"
         )
     elif isinstance(scheduler, str):
-        _check_address(distributed, scheduler)
+        check_address(distributed, scheduler)
     return _run_dask(function, tasks, shared, scheduler, distributed)
 
 
@@ -337,7 +337,7 @@ def _run_joblib(function, tasks, shared, n_jobs, backend):
 # -- dask --------------------------------------------------------------------------------
 
 
-def _import_distributed():
+def import_distributed():
     try:
         import distributed
     except ImportError as exc:
@@ -345,7 +345,7 @@ def _import_distributed():
     return distributed
 
 
-def _default_client(distributed):
+def default_client(distributed):
     try:
         return distributed.default_client()
     except ValueError as exc:
@@ -355,12 +355,12 @@ def _default_client(distributed):
         ) from exc
 
 
-def _one_line(exc):
+def one_line(exc):
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
 
 
-def _check_address(distributed, address):
+def check_address(distributed, address):
     """Refuse a malformed scheduler address at once.
 
     ``distributed.Client`` refuses it too, but the half-made client then waits 20 s to
@@ -376,7 +376,7 @@ def _check_address(distributed, address):
             parse_host_port(location)
     except (ValueError, TypeError) as exc:
         raise KernelCVError(
-            f"cannot reach Dask scheduler at {address}: {_one_line(exc)}; give an address "
+            f"cannot reach Dask scheduler at {address}: {one_line(exc)}; give an address "
             "such as tcp://127.0.0.1:8786"
         ) from None
     # Addresses an address string alone cannot open: Client() fails on them only after
@@ -395,18 +395,18 @@ def _check_address(distributed, address):
         raise KernelCVError(f"cannot use the Dask scheduler at {address}: {reason}")
 
 
-def _connect(distributed, address):
+def connect(distributed, address):
     try:
         return distributed.Client(address, timeout=DASK_CONNECT_TIMEOUT, set_as_default=False)
     except Exception as exc:  # OSError, TimeoutError, ValueError for a malformed address
-        raise KernelCVError(f"cannot reach Dask scheduler at {address}: {_one_line(exc)}") from exc
+        raise KernelCVError(f"cannot reach Dask scheduler at {address}: {one_line(exc)}") from exc
 
 
 def _run_dask(function, tasks, shared, scheduler, distributed):
     if not tasks:
         return
     owns_client = isinstance(scheduler, str)
-    client = _connect(distributed, scheduler) if owns_client else scheduler
+    client = connect(distributed, scheduler) if owns_client else scheduler
     token = uuid.uuid4().hex
     shared_futures = {}
     pending = set()
@@ -424,7 +424,7 @@ def _run_dask(function, tasks, shared, scheduler, distributed):
             except TimeoutError as exc:
                 raise KernelCVError(
                     f"the Dask cluster at {client.scheduler.address} has no running "
-                    f"worker to receive the shared arguments: {_one_line(exc)}"
+                    f"worker to receive the shared arguments: {one_line(exc)}"
                 ) from exc
             shared_futures = {name: scattered[keys[name]] for name in shared}
         name = getattr(function, "__name__", "task")
@@ -450,7 +450,7 @@ def _run_dask(function, tasks, shared, scheduler, distributed):
                 if type(exc).__name__ in LOST_CLUSTER:
                     raise KernelCVError(
                         "the Dask cluster lost a worker or its scheduler during the search "
-                        f"({_one_line(exc)}); nothing was written: rerun (with --checkpoint "
+                        f"({one_line(exc)}); nothing was written: rerun (with --checkpoint "
                         "the finished kernel settings are kept), with more memory per "
                         "worker if one was killed for memory") from None
                 raise

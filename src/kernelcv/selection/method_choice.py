@@ -4,17 +4,17 @@ The flat keyword interface (:func:`kernelcv.selection.search.grid_search`, the C
 names a method and its options (``KernelSearchCV`` a name alone, or the object);
 :func:`make_method` checks that the options belong to that method and returns the unbound
 method object of :mod:`kernelcv.selection.methods` or
-:mod:`kernelcv.selection.feature_space`.
+:mod:`kernelcv.random_features.method`.
 """
 
 from __future__ import annotations
 
 from ..exceptions import KernelCVError
-from .feature_growth import MAX_FEATURES, TIME_BUDGET
-from .feature_space import FeatureSpace
+from ..random_features.growth import MAX_FEATURES, TIME_BUDGET
+from ..random_features.method import FeatureSpace
+from ..random_features.refine import REFINE_MAX_EVALS
 from .gacv_method import GACV
 from .methods import BIF, ClosedForm, CVMethod, ExactRefit, GranularityRule
-from .refine import REFINE_MAX_EVALS
 from .spectral_method import Spectral
 
 METHOD_CLASSES = {cls.name: cls for cls in (ExactRefit, ClosedForm, BIF, GACV, FeatureSpace,

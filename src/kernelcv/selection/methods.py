@@ -20,7 +20,7 @@ and take the lam values in decreasing order, so each full fit warm-starts from t
 previous one, or from the
 search's stored fit at the nearest lam (:mod:`kernelcv.selection.warm_starts`; closed form
 shares one eigendecomposition instead). The random-feature method lives in
-:mod:`kernelcv.selection.feature_space`.
+:mod:`kernelcv.random_features.method`.
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..criteria.random_features import c_to_lam
 from ..exceptions import KernelCVError
 from ..kernels import KERNELS
+from ..random_features.linear_cv import c_to_lam
 from .gamma_range import GammaGrid, data_gamma_grid
 from .grids import check_grid, default_degrees, default_gammas
 

@@ -7,7 +7,7 @@ kernel settings (one task each, see :mod:`kernelcv.selection.tasks`), runs them
 sequentially, on joblib workers or on a Dask cluster (:mod:`kernelcv.selection.backends`),
 records finished settings in an optional checkpoint, and then does what the method asks
 for after the grid: the exact safeguards of :mod:`kernelcv.selection.safeguards`, the
-exact refinement of :mod:`kernelcv.selection.refine`, or nothing. It contains no method
+exact refinement of :mod:`kernelcv.random_features.refine`, or nothing. It contains no method
 names. :func:`grid_search` is the flat keyword interface that builds these objects.
 
 The driver fits no machine itself; the refinement's refits run in this process.
@@ -153,7 +153,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     X, y : training data (dense or sparse X; two classes for classifiers).
     machine : :class:`kernelcv.machines.Machine` (see :func:`make_machine`).
     method : a CV method object (:mod:`kernelcv.selection.methods`, or
-        :class:`~kernelcv.selection.feature_space.FeatureSpace`).
+        :class:`~kernelcv.random_features.method.FeatureSpace`).
     space : :class:`SearchSpace` (kernel settings and lam values).
     folds : int t or one fold id per sample (stratified shuffled folds for classifiers);
         with BIF granularity selection, 10 fixed folds (or n below 10 samples) serve the

@@ -9,7 +9,7 @@ O(n^2)-O(n^3)), as the linear machine in feature space with more features than t
 used (``final_features``, default twice the search's D): a fresh nested draw of the
 search's map and seed (every binary machine of a multiclass scheme on the same features,
 in memory). With the square loss that fit needs only sums over row chunks (no n x D
-matrix: :func:`kernelcv.criteria.feature_sums.square_full_model`). scikit-learn (SVC,
+matrix: :func:`kernelcv.random_features.sums.square_full_model`). scikit-learn (SVC,
 ``clone``) is imported only by the branches that use it.
 """
 
@@ -18,14 +18,6 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..criteria.feature_multiclass import (
-    chunk_class_sums,
-    fit_multiclass_linear,
-    scheme_full_models,
-)
-from ..criteria.feature_newton import squared_hinge_sums_path
-from ..criteria.feature_sums import chunk_square_sums, square_full_model
-from ..criteria.random_features import fit_linear
 from ..exceptions import KernelCVError
 from ..features import FeatureMap, LinearFeatureModel
 from ..kernels import Kernel
@@ -34,8 +26,16 @@ from ..machines.multiclass import MulticlassFeatureModel
 from ..memory import check_dense_budget
 from ..rowchunks import ArraySource, chunk_rows_for, is_row_source
 from ..validation import check_data
+from .linear_cv import fit_linear
+from .multiclass import (
+    chunk_class_sums,
+    fit_multiclass_linear,
+    scheme_full_models,
+)
+from .newton import squared_hinge_sums_path
 from .refine import refit_name
 from .rowmap import LocalRows
+from .sums import chunk_square_sums, square_full_model
 
 FINAL_KERNEL_LIMIT = 100_000  # samples beyond which final="auto" fits in feature space
 FINAL_FEATURE_FACTOR = 2  # the feature-space final model has this many times the search's D
@@ -164,7 +164,7 @@ def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimat
     always), linear otherwise (a note says so).
 
     ``best`` (default ``result.best``): the chosen ``gamma`` and ``lam``. ``rows``: the
-    training rows as a :class:`~kernelcv.selection.rowmap.LocalRows` (out of core; X may
+    training rows as a :class:`~kernelcv.random_features.rowmap.LocalRows` (out of core; X may
     then be None and only the feature-space model is possible).
 
     Returns
@@ -276,9 +276,9 @@ def _final_map(X, targets, space, n_features, rows=None):
 
 def _multiclass_in_feature_space(X, y, space, gamma, lam, n_features, rows=None):
     """Every binary machine of the search's scheme in feature space: from sums per class
-    over row chunks with the square loss (:func:`~kernelcv.criteria.feature_multiclass.
+    over row chunks with the square loss (:func:`~kernelcv.random_features.multiclass.
     scheme_full_models`, the rows in memory or read as they go), else on the n x D
-    features of X in memory (:func:`~kernelcv.criteria.feature_multiclass.
+    features of X in memory (:func:`~kernelcv.random_features.multiclass.
     fit_multiclass_linear`)."""
     _, codes, mapping = check_data(np.zeros((y.shape[0], 1)), y, True, multiclass=True)
     classes = tuple(mapping[code] for code in sorted(mapping))

@@ -35,7 +35,7 @@ earlier keep the CV error of the last size they were evaluated at (their ``featu
 The path (D, the settings evaluated, the choice and its CV error, seconds) is reported.
 
 With the square loss each size costs two passes over the rows for all settings in play
-(:mod:`kernelcv.criteria.feature_sums`, O(n D^2) per setting, no n x D matrix); other
+(:mod:`kernelcv.random_features.sums`, O(n D^2) per setting, no n x D matrix); other
 losses evaluate one setting per task on the n x D features in memory.
 """
 
@@ -47,24 +47,24 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..criteria.feature_multiclass import (
+from ..features import FeatureMap
+from ..memory import memory_budget
+from ..rowchunks import chunk_rows_for
+from ..selection.backends import run_tasks
+from ..selection.tasks import evaluate_task
+from .linear_cv import lam_to_c
+from .multiclass import (
     chunk_class_sums,
     chunk_scheme_errors,
     scheme_fold_models,
 )
-from ..criteria.feature_newton import squared_hinge_sums_path
-from ..criteria.feature_sums import (
+from .newton import squared_hinge_sums_path
+from .sums import (
     chunk_square_errors,
     chunk_square_sums,
     path_from_errors,
     square_fold_models,
 )
-from ..criteria.random_features import lam_to_c
-from ..features import FeatureMap
-from ..memory import memory_budget
-from ..rowchunks import chunk_rows_for
-from .backends import run_tasks
-from .tasks import evaluate_task
 
 START_FEATURES = 64
 MAX_FEATURES = 2048
@@ -186,7 +186,7 @@ def _groups(indices, n_features, n_folds):
 def _sums_round(rows, fmap, settings, setting_lams, indices, method, n):
     """Every setting of ``indices`` at this size by the two passes of the square loss
     (a multiclass scheme: sums per (fold, class) cell, every binary machine's models from
-    them, the combined held-out classes; :mod:`kernelcv.criteria.feature_multiclass`)."""
+    them, the combined held-out classes; :mod:`kernelcv.random_features.multiclass`)."""
     D, t = fmap.n_features, rows.n_folds
     k = method.n_classes if method.is_multiclass else 1
     chunk = chunk_rows_for(D, rows.source.row_bytes)
@@ -231,7 +231,7 @@ def _sums_pay_off(method, n: int, D: int, n_folds: int) -> bool:
     classes; for a multiclass scheme when its machines train on at least D rows each.
 
     The (fold, class) cell sums cost one O(n D^2) pass and t D x D decompositions per
-    machine; the per-machine path (:func:`~kernelcv.criteria.feature_multiclass.
+    machine; the per-machine path (:func:`~kernelcv.random_features.multiclass.
     multiclass_path_cv`) forms each machine's Gram on each fold, t (k - 1) n D^2 for one-vs-
     one, but decomposes the smaller of D x D and m x m, so it wins only when the machines
     have fewer rows m than features (40,000 rows, 5 classes, one-vs-rest, D = 64: 4.3 s per
@@ -283,7 +283,7 @@ def _task_round(X, fmap, settings, setting_lams, indices, method, shared, execut
 def grow_features(method, settings, setting_lams, rows, shared, execution, X=None) -> Growth:
     """Grow D until the choice is stable (module docstring); see :class:`Growth`.
 
-    ``rows``: the training rows (:class:`~kernelcv.selection.rowmap.LocalRows`);
+    ``rows``: the training rows (:class:`~kernelcv.random_features.rowmap.LocalRows`);
     ``shared``: the search's task arguments (for losses other than the square, whose
     settings run as tasks on the features of ``X`` in memory; without ``X``, the rows
     are streamed and the squared hinge sums its Newton steps over them). A fixed D

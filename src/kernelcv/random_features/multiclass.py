@@ -11,7 +11,7 @@ or the arg-max (one-vs-rest) of those values (:func:`kernelcv.machines.multiclas
 and the CV error is the multiclass 0-1 error. This is exactly what refitting scikit-learn's
 ``OneVsOneClassifier`` / ``OneVsRestClassifier`` on each fold's training part computes.
 
-Losses (see :mod:`kernelcv.criteria.random_features`):
+Losses (see :mod:`kernelcv.random_features.linear_cv`):
 
 ``square``
     every lam from one symmetric eigendecomposition per (fold, machine)
@@ -21,7 +21,7 @@ Losses (see :mod:`kernelcv.criteria.random_features`):
     decomposition per fold serves every class (the targets are right-hand sides).
     Cost per (fold, machine): O(m D min(m, D) + min(m, D)^3 + s D min(m, D) + s k min(m, D)).
 ``squared_hinge``, ``hinge``
-    :func:`~kernelcv.criteria.random_features.svm_heldout_values` per (fold, machine): the
+    :func:`~kernelcv.random_features.linear_cv.svm_heldout_values` per (fold, machine): the
     primal Newton path warm-started along lam, or LIBLINEAR cold fits.
 
 One-vs-one with k classes has k (k - 1) / 2 machines on about 2n/k rows each. Memory: the
@@ -30,7 +30,7 @@ One-vs-one with k classes has k (k - 1) / 2 machines on about 2n/k rows each. Me
 Rows read in chunks or on a cluster (square loss): :func:`chunk_class_sums` sums each
 (fold, class) cell once (t k D^2 floats per gamma); every machine's per-fold sums are sums
 of cells (:func:`problem_sums`), its fold-out models follow as in
-:mod:`kernelcv.criteria.feature_sums` (:func:`scheme_fold_models`: one ``eigh`` per fold
+:mod:`kernelcv.random_features.sums` (:func:`scheme_fold_models`: one ``eigh`` per fold
 for all one-vs-rest machines, t per pair for one-vs-one), and a second pass combines each
 row's values (:func:`chunk_scheme_errors`). Tested equal to :func:`multiclass_path_cv`.
 """
@@ -42,7 +42,15 @@ import time
 import numpy as np
 
 from ..machines.multiclass import binary_problems, predict_codes
-from .feature_sums import (
+from .linear_cv import (
+    PathCV,
+    _liblinear_hinge,
+    square_fit,
+    squared_hinge_fit,
+    svm_heldout_values,
+    unconverged_notes,
+)
+from .sums import (
     FoldModels,
     FoldSums,
     chunk_square_sums,
@@ -51,14 +59,6 @@ from .feature_sums import (
     shared_full_models,
     square_fold_models,
     square_full_model,
-)
-from .random_features import (
-    PathCV,
-    _liblinear_hinge,
-    square_fit,
-    squared_hinge_fit,
-    svm_heldout_values,
-    unconverged_notes,
 )
 
 
@@ -192,8 +192,8 @@ def chunk_class_sums(X, y, fold_ids, fmap, gammas, projections, n_folds, n_class
     """Pass 1 on one chunk (``y`` class codes): the sums of every (fold, class) cell.
 
     Cell ``f k + c`` holds the rows of fold f and class c (the
-    :class:`~kernelcv.criteria.feature_sums.FoldSums` of
-    :func:`~kernelcv.criteria.feature_sums.chunk_square_sums` over ``t k`` cells); every
+    :class:`~kernelcv.random_features.sums.FoldSums` of
+    :func:`~kernelcv.random_features.sums.chunk_square_sums` over ``t k`` cells); every
     binary machine's fold sums are sums of cells (:func:`problem_sums`). O(c D^2) per
     chunk of c rows, memory ``t k D^2`` floats per gamma.
     """
@@ -250,10 +250,10 @@ def scheme_fold_models(cells: FoldSums, lams, n_folds: int, n_classes: int, stra
                        fit_intercept=True, projection=None) -> list[FoldModels]:
     """The fold-out models of every binary machine of the scheme for every lam.
 
-    One-vs-one: :func:`~kernelcv.criteria.feature_sums.square_fold_models` of each pair's
+    One-vs-one: :func:`~kernelcv.random_features.sums.square_fold_models` of each pair's
     :func:`problem_sums`, O(t (D^3 + k D^2)) per pair. One-vs-rest: the machines share
     their rows, so one ``eigh`` per fold serves every class
-    (:func:`~kernelcv.criteria.feature_sums.shared_fold_models`).
+    (:func:`~kernelcv.random_features.sums.shared_fold_models`).
     """
     problems = binary_problems(np.arange(n_classes), n_classes, strategy)
     if strategy == "ovr":
@@ -270,7 +270,7 @@ def chunk_scheme_errors(X, y, fold_ids, fmap, gammas, coefs, intercepts, n_folds
     of each gamma, added to ``out``.
 
     ``coefs[g][p]`` / ``intercepts[g][p]``: machine p's fold-out coefficients on the kernel
-    columns (:meth:`~kernelcv.criteria.feature_sums.FoldModels.on_columns`) and
+    columns (:meth:`~kernelcv.random_features.sums.FoldModels.on_columns`) and
     intercepts. Each row gets the values of its own fold's models; the class is their
     vote / arg-max. O(c D k m) for m machines, memory c m k floats.
     """
@@ -294,7 +294,7 @@ def chunk_scheme_errors(X, y, fold_ids, fmap, gammas, coefs, intercepts, n_folds
 def scheme_full_models(cells: FoldSums, lam, n_classes: int, strategy: str,
                        fit_intercept=True):
     """Every binary machine on all the summed rows: ``(W (D, m), c (m,))``
-    (:func:`~kernelcv.criteria.feature_sums.square_full_model` of each pair's sums; one
+    (:func:`~kernelcv.random_features.sums.square_full_model` of each pair's sums; one
     factorisation for all one-vs-rest machines; the cells' folds are summed)."""
     t = cells.count.shape[0] // n_classes
     problems = binary_problems(np.arange(n_classes), n_classes, strategy)

@@ -1,10 +1,10 @@
 """Exact refit t-fold CV of the *final* kernel machine of a random-feature search.
 
-A random-feature search (:mod:`kernelcv.criteria.random_features`) ranks (gamma, lam) by
+A random-feature search (:mod:`kernelcv.random_features.linear_cv`) ranks (gamma, lam) by
 the CV error of a linear machine on D random features; the model the user gets is the
 exact kernel machine at the chosen values. This module computes the exact CV error of
 that final machine on the search's folds, one gamma at a time, so that the refinement
-(:mod:`kernelcv.selection.refine`) can check the feature-space choice where it is cheap.
+(:mod:`kernelcv.random_features.refine`) can check the feature-space choice where it is cheap.
 
 ``svm``
     scikit-learn's ``SVC`` (LIBSVM: hinge loss, free intercept) refit on each fold's
@@ -34,9 +34,9 @@ from contextlib import nullcontext
 
 import numpy as np
 
+from ..criteria import evaluate as evaluation
+from ..criteria.multiclass import MulticlassCV
 from ..exceptions import KernelCVError
-from . import evaluate as evaluation
-from .multiclass import MulticlassCV
 
 # The registry of the warnings machine_refit_cv passes on (once per place under "default").
 _REEMITTED: dict = {}

@@ -1,6 +1,6 @@
 """Feature-space CV of the squared hinge (L2-SVM) from sums over row chunks (out of core).
 
-The same fold-out models as :func:`kernelcv.criteria.random_features.linear_svm_path_cv`
+The same fold-out models as :func:`kernelcv.random_features.linear_cv.linear_svm_path_cv`
 -- each fold i's model minimises ``(1/m_i) sum_{j not in S_i} max(0, 1 - y_j f_j)^2 +
 lam ||w||^2`` with ``f = z.w + c`` -- by the same primal Newton method with exact line
 search, warm-started along decreasing lam, but every quantity that sums over rows is
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .feature_sums import FoldModels
-from .random_features import _solve_spd
+from .linear_cv import _solve_spd
+from .sums import FoldModels
 
 
 def _features(X, fmap, gamma, projection):
@@ -79,9 +79,9 @@ def squared_hinge_sums_path(rows, fmap, gamma, lams, chunk_rows, fit_intercept=T
                             tol=1e-6, max_iter=100, line_iterations=30):
     """The fold-out L2-SVMs of every lam, by Newton steps whose sums run over ``rows``.
 
-    ``rows`` is a :class:`~kernelcv.selection.rowmap.LocalRows`-like object
+    ``rows`` is a :class:`~kernelcv.random_features.rowmap.LocalRows`-like object
     (``map_reduce``, ``n_folds``, ``fold_counts``), read ``chunk_rows`` at a time. Returns the
-    :class:`~kernelcv.criteria.feature_sums.FoldModels` (coef t x D x k, intercepts)
+    :class:`~kernelcv.random_features.sums.FoldModels` (coef t x D x k, intercepts)
     and the number of (fold, lam) fits that stopped at ``max_iter``.
     """
     lams = np.asarray(lams, dtype=np.float64)

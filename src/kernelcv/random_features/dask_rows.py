@@ -1,6 +1,6 @@
 """The training rows on a Dask cluster, by row partitions: the chunk sums as map-reduce.
 
-:class:`DaskRows` has the interface of :class:`~kernelcv.selection.rowmap.LocalRows`
+:class:`DaskRows` has the interface of :class:`~kernelcv.random_features.rowmap.LocalRows`
 (``map_reduce``, ``take``, ``fold_counts``, ``n_rows``, ``n_dims``, ``n_folds``), but
 its rows live on the workers, partition by partition, and never all in one process:
 
@@ -34,7 +34,13 @@ import scipy.sparse as sp
 
 from ..exceptions import KernelCVError
 from ..rowchunks import DaskArraySource, is_row_source
-from .backends import _check_address, _connect, _default_client, _import_distributed, _one_line
+from ..selection.backends import (
+    check_address,
+    connect,
+    default_client,
+    import_distributed,
+    one_line,
+)
 
 #: Bytes of X per partition scattered from here.
 PARTITION_BYTES = 64 * 2**20
@@ -44,7 +50,7 @@ _LOST = ("FutureCancelledError", "CancelledError", "KilledWorker", "CommClosedEr
 
 def add_results(out, part):
     """Add a chunk function's result ``part`` to ``out`` (lists and tuples by element;
-    :class:`~kernelcv.criteria.feature_sums.FoldSums` and arrays by value)."""
+    :class:`~kernelcv.random_features.sums.FoldSums` and arrays by value)."""
     if out is None:
         return part
     if isinstance(out, list | tuple):
@@ -151,7 +157,7 @@ class DaskRows:
                 raise KernelCVError(
                     "a Dask worker was lost during the search: the data partitions it held "
                     f"({len(lost)} of {len(self.partitions)}) cannot be recovered "
-                    f"({_one_line(exc)}); nothing was written: rerun, with more memory "
+                    f"({one_line(exc)}); nothing was written: rerun, with more memory "
                     "per worker if it was killed for memory") from None
             raise
 
@@ -195,13 +201,13 @@ class DaskRows:
 def dask_rows(scheduler, X, y, fold_ids):
     """:class:`DaskRows` of X on the cluster at ``scheduler`` (an address, a Client, or
     None for the default client), released (and a client opened here closed) at the end."""
-    distributed = _import_distributed()
+    distributed = import_distributed()
     owns = isinstance(scheduler, str)
     if owns:
-        _check_address(distributed, scheduler)
-        client = _connect(distributed, scheduler)
+        check_address(distributed, scheduler)
+        client = connect(distributed, scheduler)
     else:
-        client = _default_client(distributed) if scheduler is None else scheduler
+        client = default_client(distributed) if scheduler is None else scheduler
     rows = None
     try:
         if isinstance(X, DaskArraySource):

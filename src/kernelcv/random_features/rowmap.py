@@ -1,14 +1,14 @@
 """Chunk functions mapped over the training rows, their results added (map-reduce).
 
 The feature-space CV of the square loss needs only sums over rows
-(:mod:`kernelcv.criteria.feature_sums`). :class:`LocalRows` computes them here, a chunk
+(:mod:`kernelcv.random_features.sums`). :class:`LocalRows` computes them here, a chunk
 of rows at a time, from a row source of :mod:`kernelcv.rowchunks` (an array in memory, a
 memory-mapped array or a file read as it goes), so the peak memory is that of one chunk
 plus the sums.
 
 A chunk function has the form ``function(X_chunk, y_chunk, fold_chunk, out=None, **kw)``
 and returns its sums added to ``out`` (a list of arrays or of
-:class:`~kernelcv.criteria.feature_sums.FoldSums`).
+:class:`~kernelcv.random_features.sums.FoldSums`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Feature-space CV of the square loss from per-fold sums over row chunks.
 
 The fold-out models of the square loss (feature-space ridge regression / LS-SVM, see
-:mod:`kernelcv.criteria.random_features`) need the data only through per-fold sums: for
+:mod:`kernelcv.random_features.linear_cv`) need the data only through per-fold sums: for
 each fold i over its rows S_i,
 
     G_i = sum z z^T (D x D),  s_i = sum z,  r_i = sum z y,  l_i = |S_i|,  u_i = sum y.
@@ -19,7 +19,7 @@ pass 2 counts each held-out row's errors for every lam (:func:`chunk_square_erro
 O(c D k)). Sums of chunks add (:meth:`FoldSums.__add__`), so the chunks may be read from
 a file one after another or summed on a cluster (map-reduce); the result is the same up
 to the order of floating-point additions. Memory: O(c D) per chunk plus O(t D^2) per
-gamma for the sums. Tested against :func:`~kernelcv.criteria.random_features.square_path_cv`
+gamma for the sums. Tested against :func:`~kernelcv.random_features.linear_cv.square_path_cv`
 and refits of scikit-learn's ``Ridge`` on the same folds.
 """
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
-from .random_features import PathCV
+from .linear_cv import PathCV
 
 
 @dataclass
@@ -224,7 +224,7 @@ def chunk_square_errors(X, y, fold_ids, fmap, gammas, coefs, intercepts, n_folds
 
 
 def path_from_errors(errors, counts, lams, seconds=None) -> PathCV:
-    """A :class:`~kernelcv.criteria.random_features.PathCV` from the (t, k) error sums."""
+    """A :class:`~kernelcv.random_features.linear_cv.PathCV` from the (t, k) error sums."""
     counts = np.asarray(counts)
     lams = np.asarray(lams, dtype=np.float64)
     fold_errors = (errors / np.maximum(counts, 1)[:, None]).T

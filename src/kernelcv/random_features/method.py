@@ -2,14 +2,14 @@
 
 :class:`FeatureSpace` ranks (gamma, lam) by exact t-fold CV of a linear machine on D random
 features (Feng & Liao), in memory O(n D) and time linear in n, then (``refine``) walks the
-grid by exact refit CV of the final kernel machine (:mod:`kernelcv.selection.refine`).
+grid by exact refit CV of the final kernel machine (:mod:`kernelcv.random_features.refine`).
 With ``features="auto"`` (the default) D grows until the choice is stable
-(:mod:`kernelcv.selection.feature_growth`). With more than two classes every binary
+(:mod:`kernelcv.random_features.growth`). With more than two classes every binary
 machine of the scheme is a linear machine on the same features
-(:mod:`kernelcv.criteria.feature_multiclass`).
+(:mod:`kernelcv.random_features.multiclass`).
 The checks run before any work; the notes attached to the search result (a choice on the
 edge of the grid, D > n, the Nystroem landmarks' x-only leak across folds, the growth)
-are worded in :mod:`kernelcv.selection.feature_notes`.
+are worded in :mod:`kernelcv.random_features.notes`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ from typing import ClassVar
 import numpy as np
 
 from .._threads import blas_threads_for
-from ..criteria.feature_multiclass import multiclass_path_cv
-from ..criteria.random_features import LOSSES, c_to_lam, paper_cs, paper_gammas, path_cv
 from ..exceptions import KernelCVError
 from ..features import (
     MAPS,
@@ -37,8 +35,11 @@ from ..machines import Machine
 from ..memory import format_bytes
 from ..memory import memory_budget as memory_budget_bytes
 from ..rowchunks import ArraySource, chunk_rows_for, is_row_source, row_bytes
+from ..selection.methods import CVMethod
+from ..selection.screening import SCREENING_REFUSED
 from .dask_rows import dask_rows
-from .feature_growth import (
+from .final import FINALS
+from .growth import (
     MAX_FEATURES,
     START_FEATURES,
     TIME_BUDGET,
@@ -47,9 +48,9 @@ from .feature_growth import (
     path_records,
     sums_memory,
 )
-from .feature_notes import edge_notes, feature_notes, growth_notes
-from .final import FINALS
-from .methods import CVMethod
+from .linear_cv import LOSSES, c_to_lam, paper_cs, paper_gammas, path_cv
+from .multiclass import multiclass_path_cv
+from .notes import edge_notes, feature_notes, growth_notes
 from .refine import (
     REFINE_MAX_EVALS,
     check_refine,
@@ -60,7 +61,6 @@ from .refine import (
     refit_name,
 )
 from .rowmap import LocalRows
-from .screening import SCREENING_REFUSED
 
 # Machines a random-feature search supports, with their default loss in feature space
 # for a fixed D (the paper's protocol); the adaptive count uses the square loss.
@@ -125,7 +125,7 @@ class FeatureSpace(CVMethod):
     features : D, or ``"auto"`` (default): grow D from ``min_features`` (64) by doubling
         up to ``max_features`` (2048) until the choice is stable within ``feature_tol``
         standard errors of the CV error (1), within ``feature_time`` seconds (60) and
-        the memory budget (:mod:`kernelcv.selection.feature_growth`).
+        the memory budget (:mod:`kernelcv.random_features.growth`).
     feature_map : ``"rff"`` (random Fourier features) or ``"nystroem"`` (default:
         nystroem with ``features="auto"``, rff with a fixed D, the paper's protocol).
     feature_loss : loss of the linear machine (default: ``"square"`` with
@@ -150,7 +150,7 @@ class FeatureSpace(CVMethod):
     (``square``: O(n D^2 + t D^3) for every lam; ``squared_hinge``: a few Newton steps
     of O(n D^2) per fold and lam); the O(nnz(X) D) base product is computed once. With
     more than two classes every binary machine of the scheme is cross-validated on the
-    same features (k (k - 1) / 2 or k of them; :mod:`kernelcv.criteria.feature_multiclass`)
+    same features (k (k - 1) / 2 or k of them; :mod:`kernelcv.random_features.multiclass`)
     and the multiclass error ranks.
     """
 
@@ -203,7 +203,7 @@ class FeatureSpace(CVMethod):
         refinement and final fit are LIBSVM's ``SVC``, which always has an intercept: svm
         without one is refused. With more than two classes every binary machine of the
         scheme is a linear machine in feature space
-        (:mod:`kernelcv.criteria.feature_multiclass`), and the refinement and final fit
+        (:mod:`kernelcv.random_features.multiclass`), and the refinement and final fit
         are the kernelcv multiclass machine (svm: the Huber SVMs of the other methods).
         """
         check_feature_options(machine.name, kernel, None, self.features, self.feature_map,
@@ -276,7 +276,7 @@ class FeatureSpace(CVMethod):
         fold sums of one setting, the map's own storage (at the first size of the
         adaptive count), plus, for streamed rows, :data:`STREAMED_ROW_BYTES` per row (the
         targets as read and as +-1, the int64 fold ids and their temporaries) and the
-        text block being parsed (:func:`~kernelcv.selection.feature_growth.sums_memory`).
+        text block being parsed (:func:`~kernelcv.random_features.growth.sums_memory`).
         """
         streamed = is_row_source(X)
         D = min(self.min_features, n_samples) if self.adaptive else self.features
@@ -309,7 +309,7 @@ class FeatureSpace(CVMethod):
 
     def refine_choice(self, candidates, best_index, run):
         """The exact refinement of the feature-space choice
-        (:func:`~kernelcv.selection.refine.refine_search`)."""
+        (:func:`~kernelcv.random_features.refine.refine_search`)."""
         return refine_search(run.X, run.y, run.fold_ids, candidates, best_index, run.machine,
                              run.average, self.refine, self.refine_evals,
                              run.execution.progress, workers=run.execution.workers,
@@ -348,8 +348,8 @@ class FeatureSpace(CVMethod):
     def search_grid(self, X, y, fold_ids, settings, setting_lams, shared, execution):
         """With ``features="auto"``, streamed rows (X a row source of
         :mod:`kernelcv.rowchunks`) or a Dask cluster (``scheduler`` or backend "dask": the
-        rows go to its workers by partitions, :mod:`kernelcv.selection.dask_rows`): the
-        growth of D, or one size (:func:`~kernelcv.selection.feature_growth.grow_features`);
+        rows go to its workers by partitions, :mod:`kernelcv.random_features.dask_rows`): the
+        growth of D, or one size (:func:`~kernelcv.random_features.growth.grow_features`);
         else None (the driver evaluates the grid on the features in memory)."""
         streamed = is_row_source(X)
         cluster = execution.scheduler is not None or execution.backend == "dask"
@@ -402,7 +402,7 @@ class FeatureSpace(CVMethod):
 
     def evaluate_setting(self, data, y, fold_ids, setting, lams, *, machine,
                          random_state=None, memory_budget=None, warm_starts=None):
-        """All lam of one gamma in feature space (see :mod:`kernelcv.criteria.random_features`).
+        """All lam of one gamma in feature space (see :mod:`kernelcv.random_features.linear_cv`).
 
         Records are shaped like the kernel methods' (``order_used`` None, never
         degenerate) plus ``C = 1 / (2 n lam)`` and ``features`` (D). ``warm_starts`` is

@@ -10,7 +10,7 @@ choice where the exact refits are affordable:
 1. start one grid step from the feature-space winner towards larger gamma and smaller C
    (:func:`ridge_start`: gamma x 4, C / 4 on the paper's grid), call it p;
 2. compute the exact refit CV error of the final kernel machine
-   (:mod:`kernelcv.criteria.kernel_refit`) at p and at its grid neighbours (the up to 4
+   (:mod:`kernelcv.random_features.kernel_refit`) at p and at its grid neighbours (the up to 4
    points one step away in gamma or in lam: a compass search);
 3. move to the best of them by (exact error, feature-space score, grid index) and repeat
    from 2 until p is the best of its neighbourhood or ``max_evals`` points are spent;
@@ -36,10 +36,10 @@ import time
 
 import numpy as np
 
-from ..criteria import kernel_refit
 from ..exceptions import KernelCVError, MemoryBudgetError
 from ..kernels import GramFactory, make_kernel
 from ..memory import check_dense_budget
+from . import kernel_refit
 
 # refine="auto" refines searches on at most this many samples.
 REFINE_AUTO_LIMIT = 5000
