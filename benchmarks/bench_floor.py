@@ -42,10 +42,10 @@ from bench_select import (  # noqa: E402
     thread_env,
     write_split,
 )
-from kernelcv.datasets import load_train_test  # noqa: E402
+from kernelcv.reading.files import load_train_test  # noqa: E402
 from kernelcv.validation import make_folds  # noqa: E402
 
-IMPORTS = ("import kernelcv.cli.select, kernelcv.reports.select, kernelcv.datasets, "
+IMPORTS = ("import kernelcv.cli.select, kernelcv.reports.select, kernelcv.reading.files, "
            "kernelcv.selection.search, sklearn.svm")
 
 

@@ -37,9 +37,9 @@ from sklearn.model_selection import GridSearchCV, PredefinedSplit, train_test_sp
 from sklearn.svm import SVC
 
 from kernelcv import FeatureSpace, grid_search
-from kernelcv.datasets import load_data, load_train_test
 from kernelcv.random_features.final import fit_final
 from kernelcv.random_features.linear_cv import c_to_lam, paper_cs, paper_gammas
+from kernelcv.reading.files import load_data, load_train_test
 from kernelcv.validation import make_folds
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"

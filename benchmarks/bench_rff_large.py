@@ -94,7 +94,7 @@ def replicate(n, folder, seed=0) -> Path:
     path = folder / f"ijcnn1_{n}.npz"
     if path.exists():
         return path
-    from kernelcv.datasets import load_data
+    from kernelcv.reading.files import load_data
 
     X0, y0 = load_data(TRAIN)
     X0 = X0.toarray()
@@ -126,7 +126,7 @@ def search_kwargs(args):
 def mode_one(args):
     """One search in this process (a child of ``scaling``): prints a JSON line."""
     from kernelcv import grid_search
-    from kernelcv.rowchunks import NpzSource
+    from kernelcv.reading.rowchunks import NpzSource
 
     kwargs = search_kwargs(args)
     how = args.how[0]

@@ -37,13 +37,13 @@ from sklearn.preprocessing import MinMaxScaler
 from sklearn.svm import SVC
 
 from kernelcv.criteria.smooth_loo import loo_error, smooth_loo_value
-from kernelcv.datasets import load_data
 from kernelcv.estimators._smooth_loo import (
     SmoothLOOLSSVMClassifier,
     _machines,
     _problem,
     fixed_parameter_cv,
 )
+from kernelcv.reading.files import load_data
 
 ROOT = Path(os.environ.get("KERNELCV_DATASETS", "/work/shared/datasets"))
 # name: (file under ROOT, rescale to [-1, 1]?)

@@ -18,7 +18,7 @@ import pytest
 from sklearn.datasets import dump_svmlight_file
 
 from kernelcv.cli import main
-from kernelcv.datasets import make_synthetic
+from kernelcv.reading.files import make_synthetic
 
 
 def _run(capsys, *argv):

@@ -28,9 +28,9 @@ from kernelcv.criteria.truncation import (
     tail,
     truncation_error,
 )
-from kernelcv.datasets import load_data
 from kernelcv.kernels import squared_distances
 from kernelcv.machines import make_machine
+from kernelcv.reading.files import load_data
 
 HEART = (Path(__file__).resolve().parents[2] / "shared" / "datasets" / "libsvm"
          / "heart_scale.svm")

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from flat_options import as_objects
 from kernelcv import Execution, Safeguards
 from kernelcv.cli import main
-from kernelcv.datasets import make_synthetic
+from kernelcv.reading.files import make_synthetic
 from kernelcv.selection.record_checks import check_exact, check_setting_records
 from kernelcv.selection.search import grid_search
 

@@ -16,7 +16,7 @@ from flat_options import as_objects
 from kernelcv import BIF, make_machine
 from kernelcv.cli import main, run_cv
 from kernelcv.cv import cross_validate
-from kernelcv.datasets import load_data, make_synthetic
+from kernelcv.reading.files import load_data, make_synthetic
 
 N = 48
 

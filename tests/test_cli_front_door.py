@@ -12,8 +12,8 @@ import pytest
 from kernelcv import cross_validate
 from kernelcv.cli import main
 from kernelcv.cli.main import COMMANDS, build_parser
-from kernelcv.datasets import load_data
 from kernelcv.demo import write_example_data
+from kernelcv.reading.files import load_data
 from kernelcv.reports.scaling import apply_scaling, fit_scaling
 
 

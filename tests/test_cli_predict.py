@@ -11,7 +11,7 @@ from sklearn.datasets import dump_svmlight_file
 
 import kernelcv
 from kernelcv.cli import main
-from kernelcv.datasets import load_data
+from kernelcv.reading.files import load_data
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,9 @@ from sklearn.svm import SVC
 
 from kernelcv import FeatureSpace
 from kernelcv.cli import main
-from kernelcv.datasets import make_synthetic
 from kernelcv.features import FeatureMap
 from kernelcv.random_features.linear_cv import linear_svm_path_cv
+from kernelcv.reading.files import make_synthetic
 from kernelcv.selection.search import grid_search
 
 N = 150

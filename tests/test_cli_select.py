@@ -16,8 +16,8 @@ from sklearn.datasets import dump_svmlight_file
 
 from kernelcv import BIF, cross_validate
 from kernelcv.cli import main
-from kernelcv.datasets import load_data, make_synthetic
 from kernelcv.estimators import KernelRidgeRegressor, L2SVMClassifier
+from kernelcv.reading.files import load_data, make_synthetic
 from kernelcv.selection import screening
 from kernelcv.selection.granularity import bound_rule
 from kernelcv.selection.search import grid_search

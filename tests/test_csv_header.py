@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernelcv.cli import main
-from kernelcv.datasets import load_data
 from kernelcv.exceptions import KernelCVError
+from kernelcv.reading.files import load_data
 
 ROWS = ["1,2,1", "2,3,-1", "3,1,1", "0,2,-1", "1,1,1", "2,2,-1"]
 
@@ -35,7 +35,7 @@ def _csv(tmp_path, first, name="data.csv"):
 ])
 def test_header_decision(tmp_path, caplog, first, header, n, decision):
     path = _csv(tmp_path, first)
-    with caplog.at_level(logging.INFO, logger="kernelcv.datasets"):
+    with caplog.at_level(logging.INFO, logger="kernelcv.reading.files"):
         X, y = load_data(path, header=header)
     assert X.shape == (n, 2) and y.shape == (n,)
     if decision is None:

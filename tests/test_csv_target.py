@@ -15,8 +15,8 @@ import pytest
 
 import kernelcv
 from kernelcv.cli import main
-from kernelcv.datasets import load_data
 from kernelcv.exceptions import KernelCVError
+from kernelcv.reading.files import load_data
 from kernelcv.reports.command_files import DataFiles, Outputs
 from kernelcv.reports.select import run_select
 

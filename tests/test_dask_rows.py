@@ -17,9 +17,9 @@ from kernelcv import Execution, FeatureSpace, make_machine
 from kernelcv.cli import main
 from kernelcv.exceptions import KernelCVError
 from kernelcv.random_features import dask_rows
+from kernelcv.reading.textchunks import open_svmlight_files
 from kernelcv.selection import backends
 from kernelcv.selection.search import grid_search
-from kernelcv.textchunks import open_svmlight_files
 from kernelcv.validation import check_data, make_folds
 
 distributed = pytest.importorskip("distributed")

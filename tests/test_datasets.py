@@ -1,4 +1,5 @@
-"""Tests of kernelcv.datasets: file formats, their failure messages, fold-id files, demo data."""
+"""Tests of kernelcv.reading.files: file formats, their failure messages, fold-id files,
+demo data."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file
 
-from kernelcv.datasets import (
+from kernelcv.exceptions import KernelCVError
+from kernelcv.reading.files import (
     load_data,
     load_demo_data,
     make_synthetic,
     read_fold_ids,
 )
-from kernelcv.exceptions import KernelCVError
 
 SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernelcv.cli import main
-from kernelcv.datasets import load_data
+from kernelcv.reading.files import load_data
 
 ROOT = Path(__file__).resolve().parents[1]
 # script: (printed value, smallest acceptable value)

@@ -13,7 +13,6 @@ from sklearn.linear_model import Ridge
 
 from kernelcv import FeatureSpace, KernelSearchCV
 from kernelcv.cli import main
-from kernelcv.datasets import make_synthetic
 from kernelcv.exceptions import KernelCVError
 from kernelcv.features import FeatureMap
 from kernelcv.random_features.growth import (
@@ -31,6 +30,7 @@ from kernelcv.random_features.sums import (
     path_from_errors,
     square_fold_models,
 )
+from kernelcv.reading.files import make_synthetic
 from kernelcv.selection.search import grid_search
 from kernelcv.validation import check_data, make_folds
 

@@ -27,8 +27,8 @@ from sklearn.preprocessing import StandardScaler
 from kernelcv import KernelSearchCV
 from kernelcv.cli import main
 from kernelcv.cv import cross_validate
-from kernelcv.datasets import load_data
 from kernelcv.estimators import L2SVMClassifier, LSSVMClassifier
+from kernelcv.reading.files import load_data
 from kernelcv.selection import gamma_range
 from kernelcv.selection.gamma_range import data_gamma_grid, degenerate_settings
 from kernelcv.selection.grids import default_gammas

@@ -9,7 +9,7 @@ import pytest
 from sklearn.datasets import dump_svmlight_file
 
 from kernelcv.cli import main
-from kernelcv.datasets import make_synthetic
+from kernelcv.reading.files import make_synthetic
 from kernelcv.selection.edges import edge_note, grid_edges
 
 GAMMAS = [2.0**k for k in range(-6, 0)]

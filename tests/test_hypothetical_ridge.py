@@ -196,8 +196,8 @@ def test_auto_noise_var_on_housing_matches_the_loo_choice():
     """housing_scale: s2 = 0.5 picks lam = 0.01 (LOO: 1); "auto" picks the LOO lam."""
     import os
 
-    from kernelcv.datasets import load_data
     from kernelcv.hypothetical.ridge import DEFAULT_LAMS, intercept_design
+    from kernelcv.reading.files import load_data
 
     path = "/work/shared/datasets/libsvm/housing_scale.svm"
     if not os.path.exists(path):

@@ -35,7 +35,6 @@ from kernelcv.cli import main
 from kernelcv.criteria.bif import bif_predictions
 from kernelcv.criteria.exact import refit_predictions
 from kernelcv.criteria.gacv import gacv, gacv_path
-from kernelcv.datasets import make_synthetic
 from kernelcv.estimators import (
     HuberSVMClassifier,
     HuberSVMRegressor,
@@ -45,6 +44,7 @@ from kernelcv.estimators import (
 from kernelcv.experiments import runners
 from kernelcv.machines import INTERCEPT_MACHINES, MACHINES, make_machine
 from kernelcv.machines.solver import fit_kernel_machine
+from kernelcv.reading.files import make_synthetic
 from kernelcv.validation import make_folds
 
 N = 60

@@ -19,7 +19,7 @@ import pytest
 from sklearn.datasets import dump_svmlight_file
 
 from kernelcv.cli import main
-from kernelcv.datasets import make_synthetic
+from kernelcv.reading.files import make_synthetic
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 

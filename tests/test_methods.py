@@ -10,11 +10,11 @@ import pytest
 
 from kernelcv import grid_search
 from kernelcv.criteria.evaluate import evaluate_lam
-from kernelcv.datasets import make_synthetic
 from kernelcv.exceptions import KernelCVError
 from kernelcv.kernels import GramFactory, make_kernel
 from kernelcv.machines import make_machine
 from kernelcv.random_features.method import FeatureSpace
+from kernelcv.reading.files import make_synthetic
 from kernelcv.selection.gacv_method import GACV
 from kernelcv.selection.methods import BIF, ClosedForm, ExactRefit, GranularityRule
 from kernelcv.selection.options import Execution, Safeguards, SearchSpace

@@ -15,12 +15,12 @@ from sklearn.datasets import dump_svmlight_file
 
 from kernelcv import FeatureSpace, rowchunks
 from kernelcv.cli import main
-from kernelcv.datasets import load_data, make_synthetic
 from kernelcv.exceptions import KernelCVError
 from kernelcv.random_features import final
-from kernelcv.rowchunks import ArraySource, NpzSource, open_rows
+from kernelcv.reading.files import load_data, make_synthetic
+from kernelcv.reading.rowchunks import ArraySource, NpzSource, open_rows
+from kernelcv.reading.textchunks import CsvSource, open_svmlight_files
 from kernelcv.selection.search import grid_search
-from kernelcv.textchunks import CsvSource, open_svmlight_files
 
 GRID = {"gammas": [0.05, 0.5], "Cs": [1.0, 16.0], "folds": 4}
 

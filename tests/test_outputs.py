@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from sklearn.datasets import dump_svmlight_file
 
 from kernelcv.cli import main
-from kernelcv.datasets import make_synthetic
 from kernelcv.exceptions import KernelCVError
+from kernelcv.reading.files import make_synthetic
 from kernelcv.reports import io, staging
 
 OUTPUTS = {"report.json": b"{}\n", "a.png": b"PNG-A", "b.png": b"PNG-B"}

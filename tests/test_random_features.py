@@ -14,7 +14,6 @@ from sklearn.svm import SVC, LinearSVC
 
 from flat_options import as_objects
 from kernelcv import Execution, FeatureSpace, KernelSearchCV
-from kernelcv.datasets import load_data, load_train_test, make_synthetic
 from kernelcv.exceptions import KernelCVError
 from kernelcv.features import FeatureMap, LinearFeatureModel
 from kernelcv.random_features import final
@@ -28,6 +27,7 @@ from kernelcv.random_features.linear_cv import (
     squared_hinge_fit,
     squared_hinge_objective,
 )
+from kernelcv.reading.files import load_data, load_train_test, make_synthetic
 from kernelcv.selection.search import grid_search
 from kernelcv.validation import make_folds
 

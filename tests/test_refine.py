@@ -12,7 +12,6 @@ from sklearn.svm import SVC
 
 from kernelcv import Execution, FeatureSpace, KernelSearchCV, cross_validate
 from kernelcv.cli import main
-from kernelcv.datasets import make_synthetic
 from kernelcv.exceptions import KernelCVError
 from kernelcv.kernels import GramFactory, make_kernel
 from kernelcv.machines import make_machine
@@ -20,6 +19,7 @@ from kernelcv.random_features import refine as refine_module
 from kernelcv.random_features.kernel_refit import machine_refit_cv, svc_refit_cv
 from kernelcv.random_features.linear_cv import c_to_lam
 from kernelcv.random_features.refine import neighbours, refine_walk
+from kernelcv.reading.files import make_synthetic
 from kernelcv.selection.search import grid_search
 from kernelcv.validation import make_folds
 

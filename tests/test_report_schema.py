@@ -16,7 +16,7 @@ from sklearn.datasets import dump_svmlight_file
 
 import kernelcv
 from kernelcv.cli import main
-from kernelcv.datasets import make_synthetic
+from kernelcv.reading.files import make_synthetic
 from kernelcv.reports.io import jsonable
 from kernelcv.reports.schema import SCHEMA_VERSION
 from kernelcv.reports.select import run_select

@@ -15,10 +15,10 @@ from sklearn.linear_model import Ridge
 import kernelcv
 from kernelcv import FeatureSpace
 from kernelcv.cli import main
-from kernelcv.datasets import make_synthetic
 from kernelcv.features import LinearFeatureModel
 from kernelcv.machines.saved_model import save_model
 from kernelcv.random_features import final
+from kernelcv.reading.files import make_synthetic
 from kernelcv.selection.search import grid_search
 from kernelcv.validation import check_data
 

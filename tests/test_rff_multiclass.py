@@ -39,7 +39,7 @@ from kernelcv.random_features.multiclass import (
     scheme_full_models,
 )
 from kernelcv.random_features.rowmap import LocalRows
-from kernelcv.rowchunks import ArraySource, open_rows
+from kernelcv.reading.rowchunks import ArraySource, open_rows
 from kernelcv.validation import make_folds
 from test_multiclass import WRAPPERS, blobs  # the tests folder is on sys.path
 

@@ -17,12 +17,12 @@ from sklearn.datasets import dump_svmlight_file
 
 import kernelcv
 from kernelcv.cli import main
-from kernelcv.datasets import load_data, make_synthetic
 from kernelcv.exceptions import KernelCVError
 from kernelcv.kernels import Kernel
 from kernelcv.machines import make_machine
 from kernelcv.machines.model import KernelModel
 from kernelcv.machines.saved_model import save_model
+from kernelcv.reading.files import load_data, make_synthetic
 
 GRIDS = ("--gamma-grid", "2^-5..2^-1", "--lam-grid", "2^-8..2^-4", "--folds", "4")
 

@@ -10,10 +10,10 @@ import pytest
 from flat_options import as_objects
 from kernelcv import BIF, Execution, GranularityRule, Safeguards, cross_validate
 from kernelcv.criteria.evaluate import evaluate_lam
-from kernelcv.datasets import make_synthetic
 from kernelcv.exceptions import KernelCVError
 from kernelcv.kernels import make_kernel
 from kernelcv.machines import make_machine
+from kernelcv.reading.files import make_synthetic
 from kernelcv.selection.granularity import adaptive_tolerance, bound_rule
 from kernelcv.selection.grids import check_grid, default_gammas, default_lams, parse_grid
 from kernelcv.selection.search import grid_search

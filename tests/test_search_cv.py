@@ -9,7 +9,6 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from kernelcv import BIF, KernelSearchCV
-from kernelcv.datasets import make_synthetic
 from kernelcv.estimators import (
     HuberSVMClassifier,
     KernelRidgeRegressor,
@@ -17,6 +16,7 @@ from kernelcv.estimators import (
     LSSVMClassifier,
 )
 from kernelcv.exceptions import KernelCVError
+from kernelcv.reading.files import make_synthetic
 
 GRID = {"gamma": [2.0**k for k in (-6, -4, -2, 0)], "lam": [2.0**i / 120 for i in (-2, 1, 4, 7)]}
 

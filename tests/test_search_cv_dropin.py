@@ -21,7 +21,6 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from kernelcv import BIF, KernelSearchCV, cross_validate
-from kernelcv.datasets import make_synthetic
 from kernelcv.estimators import (
     KernelRidgeRegressor,
     L2SVMClassifier,
@@ -29,6 +28,7 @@ from kernelcv.estimators import (
 )
 from kernelcv.estimators._search_results import cv_results
 from kernelcv.exceptions import KernelCVError
+from kernelcv.reading.files import make_synthetic
 
 N = 120
 GRID = {"gamma": [2.0**k for k in (-6, -4, -2, 0)], "lam": [2.0**i / N for i in (-2, 1, 4, 7)]}

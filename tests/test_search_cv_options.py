@@ -22,9 +22,9 @@ from kernelcv import (
     Safeguards,
     make_machine,
 )
-from kernelcv.datasets import make_synthetic
 from kernelcv.estimators import L2SVMClassifier
 from kernelcv.features import LinearFeatureModel
+from kernelcv.reading.files import make_synthetic
 from kernelcv.selection.options import SearchSpace
 from kernelcv.selection.search import run_search
 

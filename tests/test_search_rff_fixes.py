@@ -15,7 +15,6 @@ from sklearn.svm import SVC
 
 from kernelcv import Execution, FeatureSpace, KernelSearchCV, make_machine
 from kernelcv.cli import main
-from kernelcv.datasets import make_synthetic
 from kernelcv.estimators import L2SVMClassifier, LSSVMClassifier
 from kernelcv.exceptions import KernelCVError
 from kernelcv.features import FeatureMap, LinearFeatureModel, feature_memory
@@ -25,6 +24,7 @@ from kernelcv.random_features.linear_cv import (
     squared_hinge_fit,
     squared_hinge_objective,
 )
+from kernelcv.reading.files import make_synthetic
 from kernelcv.reports.command_files import DataFiles
 from kernelcv.reports.select import run_select
 from kernelcv.selection.search import grid_search

@@ -19,7 +19,7 @@ import pytest
 from sklearn.datasets import dump_svmlight_file
 
 from kernelcv import BIF, Execution, Safeguards, cross_validate
-from kernelcv.datasets import make_synthetic
+from kernelcv.reading.files import make_synthetic
 from kernelcv.reports.io import jsonable
 from kernelcv.reports.select import run_select
 from kernelcv.selection.record_checks import check_setting_records

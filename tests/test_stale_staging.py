@@ -22,7 +22,7 @@ import pytest
 from sklearn.datasets import dump_svmlight_file
 
 from kernelcv.cli import main
-from kernelcv.datasets import make_synthetic
+from kernelcv.reading.files import make_synthetic
 from kernelcv.reports import io
 from kernelcv.reports.staging import ORPHAN_AGE, OWNER, clean_stale
 

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import load_svmlight_file, load_svmlight_files
 
-import kernelcv.svmlight as svmlight
-from kernelcv.datasets import load_data, load_train_test
+import kernelcv.reading.svmlight as svmlight
 from kernelcv.exceptions import KernelCVError
+from kernelcv.reading.files import load_data, load_train_test
 
 LIBSVM = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "libsvm"
 SPACES = [" ", "  ", "\t", " \t "]

@@ -3,7 +3,7 @@
 The public names below load their module on first use (a module ``__getattr__``), so
 ``import kernelcv`` is cheap and ``kernelcv --help`` does not import scikit-learn;
 ``from kernelcv import cross_validate`` and ``kernelcv.cross_validate`` work as usual, and
-so do submodules reached as attributes (``kernelcv.datasets``).
+so do submodules reached as attributes (``kernelcv.reading.files``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""A demo data set and reproducible synthetic problems (re-exported by :mod:`kernelcv.datasets`)."""
+"""A demo data set and reproducible synthetic problems.
+
+Re-exported by :mod:`kernelcv.reading.files`.
+"""
 
 from __future__ import annotations
 

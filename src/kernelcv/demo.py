@@ -20,8 +20,8 @@ import warnings
 import numpy as np
 
 from .cv import cross_validate, cross_validate_path
-from .datasets import load_demo_data
 from .estimators import KernelSearchCV, LSSVMClassifier
+from .reading.files import load_demo_data
 from .selection.methods import BIF, ExactRefit
 
 FOLDS = 10

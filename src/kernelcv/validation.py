@@ -19,7 +19,7 @@ from .exceptions import KernelCVError
 def check_data(X, y, classifier: bool, multiclass: bool = False):
     """Validate ``X`` (dense or sparse, finite) and ``y`` (finite, same length).
 
-    ``X`` may be a row source (:mod:`kernelcv.rowchunks`: its values are checked as its
+    ``X`` may be a row source (:mod:`kernelcv.reading.rowchunks`: its values are checked as its
     chunks are read; ``y`` None takes its targets); it is returned unchanged.
 
     For a classifier, two classes are mapped to -1/+1 (the smaller label to -1); with
@@ -34,7 +34,7 @@ def check_data(X, y, classifier: bool, multiclass: bool = False):
         ``{-1: original, +1: original}`` for two classes, ``{code: original}`` for more.
     """
     streamed = bool(getattr(X, "is_row_source", False))
-    if streamed and y is None:  # a row source (kernelcv.rowchunks) holds its targets
+    if streamed and y is None:  # a row source (kernelcv.reading.rowchunks) holds its targets
         y = X.labels()
     if X is None or y is None:
         raise KernelCVError("both X and y are required")

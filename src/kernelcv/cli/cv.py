@@ -19,9 +19,9 @@ from ..criteria.conditioning import ILL_CONDITIONED
 from ..criteria.result import confusion_summary
 from ..criteria.truncation import UNCONVERGED
 from ..cv import METHODS, cross_validate
-from ..datasets import SUPPORTED_FORMATS, load_data, read_fold_ids
 from ..kernels import KERNELS
 from ..machines import MACHINES, Machine, make_machine
+from ..reading.files import SUPPORTED_FORMATS, load_data, read_fold_ids
 from ..reports.command_files import DataFiles
 from ..reports.scaling import SCALINGS, apply_scaling, fit_scaling, scaling_entry
 from ..selection.methods import BIF
@@ -48,9 +48,9 @@ def run_cv(files, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0
     Parameters
     ----------
     files : :class:`~kernelcv.reports.command_files.DataFiles` or a path
-        The data file (see :mod:`kernelcv.datasets` for the formats) and how to read it:
+        The data file (see :mod:`kernelcv.reading.files` for the formats) and how to read it:
         ``fold_ids``, a file with one integer fold id per line (instead of ``folds``;
-        :func:`kernelcv.datasets.read_fold_ids`); ``scale``, feature scaling fitted on
+        :func:`kernelcv.reading.files.read_fold_ids`); ``scale``, feature scaling fitted on
         all the data before the CV (the held-out folds' inputs take part in it, as when a
         data set is scaled once with ``svm-scale``); ``header`` and ``target``, a CSV
         file's layout. A test file and streaming are refused.

@@ -10,10 +10,10 @@ import argparse
 import re
 import sys
 
-from ..datasets import SUPPORTED_FORMATS
 from ..exceptions import KernelCVError
 from ..kernels import KERNELS
 from ..machines import MACHINES, make_machine
+from ..reading.files import SUPPORTED_FORMATS
 from ..reports.command_files import DataFiles, Outputs
 from ..reports.scaling import SCALINGS
 from ..reports.select import run_select

@@ -11,9 +11,9 @@ exits with status 2; optimiser failures are one-line warnings.
 from __future__ import annotations
 
 from ..criteria.smooth_loo import DEFAULT_GAMMA_S
-from ..datasets import SUPPORTED_FORMATS
 from ..estimators.smooth_loo_tuning import SmoothLOOTuning
 from ..exceptions import KernelCVError
+from ..reading.files import SUPPORTED_FORMATS
 from ..reports.command_files import DataFiles, Outputs
 from ..reports.tune import run_tune
 from ..selection.grids import parse_grid

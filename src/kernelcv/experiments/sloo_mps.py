@@ -44,9 +44,9 @@ from sklearn.model_selection import GridSearchCV, PredefinedSplit
 from sklearn.svm import SVC
 
 from ..criteria.smooth_loo import DEFAULT_GAMMA_S, PAPER_BETAS
-from ..datasets import load_data
 from ..estimators import SmoothLOOLSSVMClassifier, fixed_parameter_cv
 from ..exceptions import KernelCVError
+from ..reading.files import load_data
 from ..reports.tune import tune_folds
 from .paper_tables import default_folders
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..datasets import load_data
 from ..exceptions import KernelCVError
+from ..reading.files import load_data
 from ..selection.grids import default_degrees, default_gammas, default_lams
 
 ENV_DATA = "KERNELCV_DATA"

@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import KernelCVError
-from ..rowchunks import DaskArraySource, is_row_source
+from ..reading.rowchunks import DaskArraySource, is_row_source
 from ..selection.backends import (
     check_address,
     connect,

@@ -24,7 +24,7 @@ from ..kernels import Kernel
 from ..machines.model import KernelModel
 from ..machines.multiclass import MulticlassFeatureModel
 from ..memory import check_dense_budget
-from ..rowchunks import ArraySource, chunk_rows_for, is_row_source
+from ..reading.rowchunks import ArraySource, chunk_rows_for, is_row_source
 from ..validation import check_data
 from .linear_cv import fit_linear
 from .multiclass import (

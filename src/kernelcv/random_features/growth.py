@@ -49,7 +49,7 @@ import numpy as np
 
 from ..features import FeatureMap
 from ..memory import memory_budget
-from ..rowchunks import chunk_rows_for
+from ..reading.rowchunks import chunk_rows_for
 from ..selection.backends import run_tasks
 from ..selection.tasks import evaluate_task
 from .linear_cv import lam_to_c

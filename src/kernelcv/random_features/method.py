@@ -34,7 +34,7 @@ from ..features import (
 from ..machines import Machine
 from ..memory import format_bytes
 from ..memory import memory_budget as memory_budget_bytes
-from ..rowchunks import ArraySource, chunk_rows_for, is_row_source, row_bytes
+from ..reading.rowchunks import ArraySource, chunk_rows_for, is_row_source, row_bytes
 from ..selection.methods import CVMethod
 from ..selection.screening import SCREENING_REFUSED
 from .dask_rows import dask_rows
@@ -347,7 +347,7 @@ class FeatureSpace(CVMethod):
 
     def search_grid(self, X, y, fold_ids, settings, setting_lams, shared, execution):
         """With ``features="auto"``, streamed rows (X a row source of
-        :mod:`kernelcv.rowchunks`) or a Dask cluster (``scheduler`` or backend "dask": the
+        :mod:`kernelcv.reading.rowchunks`) or a Dask cluster (``scheduler`` or backend "dask": the
         rows go to its workers by partitions, :mod:`kernelcv.random_features.dask_rows`): the
         growth of D, or one size (:func:`~kernelcv.random_features.growth.grow_features`);
         else None (the driver evaluates the grid on the features in memory)."""

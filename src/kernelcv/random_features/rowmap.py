@@ -2,7 +2,7 @@
 
 The feature-space CV of the square loss needs only sums over rows
 (:mod:`kernelcv.random_features.sums`). :class:`LocalRows` computes them here, a chunk
-of rows at a time, from a row source of :mod:`kernelcv.rowchunks` (an array in memory, a
+of rows at a time, from a row source of :mod:`kernelcv.reading.rowchunks` (an array in memory, a
 memory-mapped array or a file read as it goes), so the peak memory is that of one chunk
 plus the sums.
 
@@ -21,7 +21,7 @@ class LocalRows:
 
     Parameters
     ----------
-    source : a row source (:mod:`kernelcv.rowchunks`).
+    source : a row source (:mod:`kernelcv.reading.rowchunks`).
     y : (n,) the targets as the CV uses them (+-1 for a classifier).
     fold_ids : (n,) fold ids 0..t-1.
     fold_major : read the rows of fold 0 first, then fold 1, ... (default: when the

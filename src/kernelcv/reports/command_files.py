@@ -24,7 +24,7 @@ class DataFiles:
 
     Attributes
     ----------
-    data : the training data file (svmlight, CSV or npz; :mod:`kernelcv.datasets`).
+    data : the training data file (svmlight, CSV or npz; :mod:`kernelcv.reading.files`).
     test : an optional test file, read with the training file's columns.
     fold_ids : an optional file of one fold id per training row (instead of seeded folds).
     header : whether a CSV file's first row is a header: ``"auto"``, ``"yes"``, ``"no"``.

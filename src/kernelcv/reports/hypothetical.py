@@ -20,7 +20,6 @@ import zipfile
 
 import numpy as np
 
-from ..datasets import load_data
 from ..exceptions import KernelCVError
 from ..hypothetical.elastic_net import enet_svm_path
 from ..hypothetical.relevance import kernel_similarities, make_kernels, relevance_path
@@ -28,6 +27,7 @@ from ..hypothetical.ridge import DEFAULT_LAMS, DEFAULT_NOISE_VAR, intercept_desi
 from ..hypothetical.svm import svm_criterion
 from ..memory import dense_array
 from ..plotting import figure_class
+from ..reading.files import load_data
 from ..validation import check_scale
 from .io import check_writable_folder, jsonable, png, write_all
 
@@ -47,7 +47,7 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
 
     Parameters
     ----------
-    data : path of a data file (see :func:`kernelcv.datasets.load_data`) or a tuple (X, y)
+    data : path of a data file (see :func:`kernelcv.reading.files.load_data`) or a tuple (X, y)
     model : {"ridge", "svm", "enet", "relevance"}
     mus : mu grid for ``enet`` / ``relevance`` (values >= 0; default: 12 values below
         ``mu_max``)

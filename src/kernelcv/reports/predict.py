@@ -14,9 +14,9 @@ import tempfile
 
 import numpy as np
 
-from ..datasets import load_data
 from ..exceptions import KernelCVError
 from ..machines.saved_model import load_model
+from ..reading.files import load_data
 from .io import check_distinct_paths, new_file_mode
 
 __all__ = ["run_predict"]

@@ -17,7 +17,6 @@ from dataclasses import replace
 import numpy as np
 import scipy.sparse as sp
 
-from ..datasets import load_data, load_train_test, read_fold_ids
 from ..exceptions import KernelCVError
 from ..kernels import GramFactory, Kernel
 from ..machines import Machine, make_machine
@@ -27,6 +26,7 @@ from ..machines.saved_model import save_model as save_model_file
 from ..plotting import cv_curve_figure, figure_class, heatmap_figure
 from ..random_features.final import ChunkedSVC, check_final_kernel, fit_final, svc_as_kernel_model
 from ..random_features.method import FeatureSpace
+from ..reading.files import load_data, load_train_test, read_fold_ids
 from ..selection.backends import run_tasks
 from ..selection.calibration import calibrate_choice
 from ..selection.method_choice import make_method
@@ -81,7 +81,7 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
     Parameters
     ----------
     files : :class:`~kernelcv.reports.command_files.DataFiles` or a path
-        The training data file (svmlight, CSV or npz; see :mod:`kernelcv.datasets`) and
+        The training data file (svmlight, CSV or npz; see :mod:`kernelcv.reading.files`) and
         how to read it. ``test``: an optional test file: the best candidate is refit on
         all training data and its test error (0-1 or MSE) reported. ``fold_ids``: a file
         with one fold id per training sample (instead of ``folds``; the fold ``seed`` is
@@ -89,7 +89,7 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
         draw, reported as ``feature_space.feature_seed``). ``scale``: feature scaling
         fitted on the training data and applied to the test data
         (:mod:`kernelcv.reports.scaling`; reported as ``scaling``). ``header``,
-        ``target``: a CSV file's layout (:func:`kernelcv.datasets.load_data`), for the
+        ``target``: a CSV file's layout (:func:`kernelcv.reading.files.load_data`), for the
         training and the test file. ``stream``: read the files in row chunks, never
         whole (:mod:`kernelcv.reports.streamed`; ``method="rff"`` only).
     machine, kernel, gammas, degrees, lams, Cs, kernel_params, folds, safeguards

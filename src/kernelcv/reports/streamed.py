@@ -2,7 +2,7 @@
 
 With ``--method rff`` the search needs the training rows only through sums over chunks
 (:mod:`kernelcv.random_features.sums`), so the file is never loaded whole: it is opened
-as a row source (:mod:`kernelcv.rowchunks`), scanned once (row count, targets, every
+as a row source (:mod:`kernelcv.reading.rowchunks`), scanned once (row count, targets, every
 line checked), then read again for each pass. The final model is then the linear model
 in feature space (the exact kernel machine needs the rows in memory), and the test error
 is counted a chunk of test rows at a time.
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..datasets import file_format
 from ..exceptions import KernelCVError
 from ..random_features.method import FeatureSpace
-from ..rowchunks import chunk_rows_for, open_rows
-from ..textchunks import open_svmlight_files
+from ..reading.files import file_format
+from ..reading.rowchunks import chunk_rows_for, open_rows
+from ..reading.textchunks import open_svmlight_files
 
 
 def check_stream(method, scale, final, plot):

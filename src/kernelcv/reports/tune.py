@@ -18,10 +18,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.model_selection import KFold, StratifiedKFold
 
-from ..datasets import load_data
 from ..estimators import SmoothLOOLSSVMClassifier, SmoothLOOTuning, fixed_parameter_cv
 from ..exceptions import KernelCVError
 from ..memory import check_dense_budget, dense_array
+from ..reading.files import load_data
 from .command_files import DataFiles, Outputs
 from .io import check_writable_folder, jsonable, write_all
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..exceptions import KernelCVError
 from ..machines import Machine
-from ..rowchunks import as_source
+from ..reading.rowchunks import as_source
 from ..validation import check_data, make_folds
 from .baseline import baseline_note
 from .checkpoint import Checkpoint, fingerprint
