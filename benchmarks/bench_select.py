@@ -11,7 +11,7 @@ The benchmark of issue 14. For each LIBSVM binary set under ../shared/datasets/l
   (a9a.t, ijcnn1.t; w8a has none, so its test rows are drawn from w8a, disjoint from the
   training rows), ``--subsample-splits`` seeds (default 5);
 * grid: the default 21 gamma (sigma = 2^-10..2^10, gamma = 1/(2 sigma^2)) x 15 lam
-  (lam = 2^i/n, i = -3..11) of :mod:`kernelcv.selection.grids`, 10 stratified folds from
+  (lam = 2^i/n, i = -3..11) of :mod:`kernelcv.selection.space.grids`, 10 stratified folds from
   :func:`kernelcv.validation.make_folds` (seed = the split's seed); for the 5,000-row
   subsamples (and ``--quick``) the 11 x 8 sub-grid gammas[5:16] x lams[::2], and 5 folds
   for the 5,000-row subsamples;
@@ -83,7 +83,7 @@ from sklearn.svm import SVC  # noqa: E402
 
 from kernelcv.kernels import GramFactory, make_kernel  # noqa: E402
 from kernelcv.machines import make_machine  # noqa: E402
-from kernelcv.selection.grids import default_gammas, default_lams  # noqa: E402
+from kernelcv.selection.space.grids import default_gammas, default_lams  # noqa: E402
 from kernelcv.validation import make_folds  # noqa: E402
 
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"

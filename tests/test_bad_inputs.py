@@ -259,7 +259,7 @@ def test_full_disk_while_checkpointing_names_the_file(tmp_path, monkeypatch):
 
     from kernelcv.exceptions import KernelCVError
     from kernelcv.experiments import checkpoint
-    from kernelcv.selection.checkpoint import Checkpoint
+    from kernelcv.selection.checkpointing.checkpoint import Checkpoint
 
     class Full(_io.StringIO):
         def write(self, text):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernelcv.selection.baseline import baseline_error
+from kernelcv.selection.after_grid.baseline import baseline_error
 from kernelcv.selection.search import grid_search
 
 

@@ -19,7 +19,7 @@ from flat_options import as_objects
 from kernelcv import Execution, Safeguards
 from kernelcv.cli import main
 from kernelcv.reading.files import make_synthetic
-from kernelcv.selection.record_checks import check_exact, check_setting_records
+from kernelcv.selection.checkpointing.record_checks import check_exact, check_setting_records
 from kernelcv.selection.search import grid_search
 
 GAMMAS = [0.05, 0.5, 5.0]
@@ -272,7 +272,7 @@ def test_edited_confirmation_is_redone(problem, tmp_path, resign):
 def test_an_existing_file_that_is_no_checkpoint_is_refused_not_overwritten(tmp_path,
                                                                              content):
     from kernelcv.exceptions import KernelCVError
-    from kernelcv.selection.checkpoint import Checkpoint
+    from kernelcv.selection.checkpointing.checkpoint import Checkpoint
 
     path = tmp_path / "precious.bin"
     path.write_bytes(content)
@@ -283,7 +283,7 @@ def test_an_existing_file_that_is_no_checkpoint_is_refused_not_overwritten(tmp_p
 
 @pytest.mark.parametrize("content", [b"", b'{"kernelcv_check', b'{"kernelcv_checkpoint": 2, "fi'])
 def test_an_empty_or_torn_checkpoint_header_is_started_again(tmp_path, content):
-    from kernelcv.selection.checkpoint import Checkpoint
+    from kernelcv.selection.checkpointing.checkpoint import Checkpoint
 
     path = tmp_path / "search.ckpt"
     path.write_bytes(content)
@@ -295,7 +295,7 @@ def test_a_checkpoint_path_that_is_a_symbolic_link_is_refused(tmp_path):
     import os
 
     from kernelcv.exceptions import KernelCVError
-    from kernelcv.selection.checkpoint import Checkpoint
+    from kernelcv.selection.checkpointing.checkpoint import Checkpoint
 
     target = tmp_path / "elsewhere.txt"
     target.write_bytes(b"user data")

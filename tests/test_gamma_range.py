@@ -1,4 +1,4 @@
-"""The default gamma grid from the data's distances (kernelcv.selection.gamma_range).
+"""The default gamma grid from the data's distances (kernelcv.selection.space.gamma_range).
 
 Checked independently of the module: the papers' values it drops at the narrow end are
 exactly those whose Gram matrix (scikit-learn's rbf_kernel / laplacian_kernel) has every
@@ -29,10 +29,10 @@ from kernelcv.cli import main
 from kernelcv.cv import cross_validate
 from kernelcv.estimators import L2SVMClassifier, LSSVMClassifier
 from kernelcv.reading.files import load_data
-from kernelcv.selection import gamma_range
-from kernelcv.selection.gamma_range import data_gamma_grid, degenerate_settings
-from kernelcv.selection.grids import default_gammas
 from kernelcv.selection.search import grid_search
+from kernelcv.selection.space import gamma_range
+from kernelcv.selection.space.gamma_range import data_gamma_grid, degenerate_settings
+from kernelcv.selection.space.grids import default_gammas
 
 U = 2.0**-53
 LIBSVM = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "libsvm"

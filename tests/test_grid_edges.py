@@ -10,7 +10,7 @@ from sklearn.datasets import dump_svmlight_file
 
 from kernelcv.cli import main
 from kernelcv.reading.files import make_synthetic
-from kernelcv.selection.edges import edge_note, grid_edges
+from kernelcv.selection.after_grid.edges import edge_note, grid_edges
 
 GAMMAS = [2.0**k for k in range(-6, 0)]
 LAMS = [2.0**k for k in range(-9, -3)]

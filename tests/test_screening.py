@@ -6,7 +6,6 @@ from sklearn.datasets import make_classification
 
 from kernelcv import BIF, Execution, FeatureSpace, Safeguards, grid_search, make_machine
 from kernelcv.exceptions import KernelCVError
-from kernelcv.selection.gamma_range import degenerate_settings
 from kernelcv.selection.records import majority_plateau
 from kernelcv.selection.screening import (
     Screening,
@@ -18,6 +17,7 @@ from kernelcv.selection.screening import (
 from kernelcv.selection.screening import (
     walk as screen_walk,
 )
+from kernelcv.selection.space.gamma_range import degenerate_settings
 
 
 def surface_evaluator(surface, calls):

@@ -15,8 +15,8 @@ from kernelcv.kernels import make_kernel
 from kernelcv.machines import make_machine
 from kernelcv.reading.files import make_synthetic
 from kernelcv.selection.granularity import adaptive_tolerance, bound_rule
-from kernelcv.selection.grids import check_grid, default_gammas, default_lams, parse_grid
 from kernelcv.selection.search import grid_search
+from kernelcv.selection.space.grids import check_grid, default_gammas, default_lams, parse_grid
 from kernelcv.validation import make_folds
 
 GAMMAS = [0.02, 0.1, 0.5]
@@ -114,7 +114,7 @@ def test_bif_search_confirms_the_best_by_exact_refit(binary, folds, machine):
 
 
 def test_confirmation_places_skip_ties_within_a_kernel_setting():
-    from kernelcv.selection.safeguards import _spread_ties
+    from kernelcv.selection.after_grid.safeguards import _spread_ties
 
     candidates = [{"setting": 0, "score": 0.09}, {"setting": 0, "score": 0.09},
                   {"setting": 0, "score": 0.09}, {"setting": 1, "score": 0.10},
@@ -372,7 +372,7 @@ def test_an_approximate_tie_with_the_best_exact_error_is_confirmed(monkeypatch, 
     error of 0 can only be tied and stops the extension."""
     from types import SimpleNamespace
 
-    from kernelcv.selection import safeguards
+    from kernelcv.selection.after_grid import safeguards
 
     scores = [best_exact] * 4 + [best_exact + 0.02]
     exact = [best_exact, best_exact + 0.01, best_exact, max(best_exact - 0.02, 0.0),
@@ -400,7 +400,7 @@ def test_an_approximate_tie_with_the_best_exact_error_is_confirmed(monkeypatch, 
 
 def test_a_power_range_takes_a_step_in_the_exponent():
     from kernelcv.exceptions import KernelCVError
-    from kernelcv.selection.grids import parse_grid
+    from kernelcv.selection.space.grids import parse_grid
 
     # LIBSVM grid.py's -log2c -5,15,2
     assert parse_grid("2^-5..2^15:2", "C") == [2.0**k for k in range(-5, 16, 2)]

@@ -22,7 +22,7 @@ from kernelcv import BIF, Execution, Safeguards, cross_validate
 from kernelcv.reading.files import make_synthetic
 from kernelcv.reports.io import jsonable
 from kernelcv.reports.select import run_select
-from kernelcv.selection.record_checks import check_setting_records
+from kernelcv.selection.checkpointing.record_checks import check_setting_records
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "docs" / "report.schema.json")
                     .read_text())

@@ -10,7 +10,7 @@ import argparse
 
 from ..exceptions import KernelCVError
 from ..reports.hypothetical import MODELS, run_hypothetical
-from ..selection.grids import parse_grid
+from ..selection.space.grids import parse_grid
 from .options import add_header_argument, budget_arg, format_number
 
 EXAMPLES = """examples:

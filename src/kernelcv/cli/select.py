@@ -18,10 +18,10 @@ from ..reports.command_files import DataFiles, Outputs
 from ..reports.scaling import SCALINGS
 from ..reports.select import run_select
 from ..selection.granularity import RULES
-from ..selection.grids import parse_grid, sigma_to_gamma
 from ..selection.method_choice import make_method
 from ..selection.options import Execution, Safeguards
 from ..selection.search import METHODS
+from ..selection.space.grids import parse_grid, sigma_to_gamma
 from .options import (
     add_header_argument,
     add_machine_arguments,

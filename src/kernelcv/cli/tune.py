@@ -16,7 +16,7 @@ from ..exceptions import KernelCVError
 from ..reading.files import SUPPORTED_FORMATS
 from ..reports.command_files import DataFiles, Outputs
 from ..reports.tune import run_tune
-from ..selection.grids import parse_grid
+from ..selection.space.grids import parse_grid
 from .options import add_header_argument, budget_arg
 
 EXAMPLES = """examples:

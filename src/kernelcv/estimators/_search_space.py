@@ -23,7 +23,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils.multiclass import type_of_target
 
 from ..exceptions import KernelCVError
-from ..selection.gamma_range import GammaGrid, data_gamma_grid
+from ..selection.space.gamma_range import GammaGrid, data_gamma_grid
 from ..validation import check_positive
 from ._classifiers import HuberSVMClassifier, L2SVMClassifier, LSSVMClassifier
 from ._regressors import HuberSVMRegressor, KernelRidgeRegressor
@@ -116,7 +116,7 @@ def default_grid(base, head, method, X, y) -> tuple[dict, GammaGrid | None]:
 
     For the rbf and laplace kernels and a method that builds Gram matrices, gamma comes
     from the distances of the rows the machine sees (after ``head``, fitted on X here)
-    (:func:`~kernelcv.selection.gamma_range.data_gamma_grid`, O(n^2 d)); otherwise it is
+    (:func:`~kernelcv.selection.space.gamma_range.data_gamma_grid`, O(n^2 d)); otherwise it is
     the method's fixed grid. lam is ``2^i / n``, i = -3..11.
     """
     derived = None

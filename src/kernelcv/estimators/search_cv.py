@@ -28,7 +28,7 @@ from ..machines import make_machine
 from ..machines.calibration import PairScale, fit_score_scale
 from ..random_features.final import check_final_kernel, fit_final
 from ..random_features.method import FeatureSpace
-from ..selection.calibration import calibrate_choice, class_codes
+from ..selection.after_grid.calibration import calibrate_choice, class_codes
 from ..selection.method_choice import make_method
 from ..selection.methods import BIF, ClosedForm, ExactRefit
 from ..selection.moved_options import moved_error
@@ -44,7 +44,7 @@ from ._search_space import ESTIMATORS, default_grid, grid_candidates, split_esti
 from ._stand_ins import stand_in_kernel
 
 __all__ = ["ESTIMATORS", "KernelSearchCV"]
-_PAPER_HINT = ("the papers' grid: param_grid={'gamma': kernelcv.selection.grids."
+_PAPER_HINT = ("the papers' grid: param_grid={'gamma': kernelcv.selection.space.grids."
                "default_gammas(), ...}")
 
 
@@ -185,7 +185,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
     search_ : the :class:`kernelcv.selection.search.SearchResult` (None on the
         fold-by-fold path).
     gamma_grid_ : dict or None: how the default gamma grid was derived from the data
-        (:meth:`kernelcv.selection.gamma_range.GammaGrid.to_dict`); None with a
+        (:meth:`kernelcv.selection.space.gamma_range.GammaGrid.to_dict`); None with a
         ``param_grid`` or without a data-derived default.
 
     Notes

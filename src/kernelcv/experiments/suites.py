@@ -29,7 +29,7 @@ import numpy as np
 
 from ..exceptions import KernelCVError
 from ..reading.files import load_data
-from ..selection.grids import default_degrees, default_gammas, default_lams
+from ..selection.space.grids import default_degrees, default_gammas, default_lams
 
 ENV_DATA = "KERNELCV_DATA"
 

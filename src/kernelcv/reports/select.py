@@ -27,8 +27,8 @@ from ..plotting import cv_curve_figure, figure_class, heatmap_figure
 from ..random_features.final import ChunkedSVC, check_final_kernel, fit_final, svc_as_kernel_model
 from ..random_features.method import FeatureSpace
 from ..reading.files import load_data, load_train_test, read_fold_ids
+from ..selection.after_grid.calibration import calibrate_choice
 from ..selection.backends import run_tasks
-from ..selection.calibration import calibrate_choice
 from ..selection.method_choice import make_method
 from ..selection.methods import BIF
 from ..selection.options import Execution

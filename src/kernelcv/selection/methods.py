@@ -42,7 +42,8 @@ from ..kernels import GramFactory
 from ..machines import Machine
 from ..memory import check_dense_budget
 from ..validation import make_folds
-from .edges import edge_note
+from .after_grid.edges import edge_note
+from .after_grid.safeguards import run_safeguards
 from .granularity import (
     RULES,
     GranularityRule,
@@ -50,9 +51,8 @@ from .granularity import (
     bound_rule,
     check_tolerance,
 )
-from .grids import default_gammas, default_lams
 from .records import cv_record, fold_losses, gram_for_setting, loss_delta, parse_order
-from .safeguards import run_safeguards
+from .space.grids import default_gammas, default_lams
 from .warm_starts import WarmStarts
 
 __all__ = ["BIF", "CVMethod", "ClosedForm", "ExactRefit", "GranularityRule", "GridRun",
@@ -179,7 +179,7 @@ class CVMethod:
 
         A safeguarded method (``safeguarded``: its scores are approximate) re-evaluates
         degenerate candidates and confirms the best ``run.safeguards.confirm`` by exact
-        refit CV (:func:`~kernelcv.selection.safeguards.run_safeguards`); an exact
+        refit CV (:func:`~kernelcv.selection.after_grid.safeguards.run_safeguards`); an exact
         method needs nothing.
         """
         if not self.safeguarded:
@@ -195,7 +195,7 @@ class CVMethod:
 
     def edge_notes(self, edges: dict, best: dict, reasons: dict | None) -> list[str]:
         """The note when the choice lies on an end of the grid
-        (:func:`~kernelcv.selection.edges.edge_note`)."""
+        (:func:`~kernelcv.selection.after_grid.edges.edge_note`)."""
         return edge_note(edges, best, reasons)
 
     # ------------------------------------------------------------------ the grid

@@ -18,8 +18,8 @@ import numpy as np
 from ..exceptions import KernelCVError
 from ..kernels import KERNELS
 from ..random_features.linear_cv import c_to_lam
-from .gamma_range import GammaGrid, data_gamma_grid
-from .grids import check_grid, default_degrees, default_gammas
+from .space.gamma_range import GammaGrid, data_gamma_grid
+from .space.grids import check_grid, default_degrees, default_gammas
 
 AVERAGES = ("pooled", "folds")
 # Named default gamma grids: from the data's distances (the default) or the papers'.
@@ -97,7 +97,7 @@ class SearchSpace:
         """A product grid of kernel settings x lam (``Cs``: lam = 1 / (2 n C) instead).
 
         ``gammas`` (rbf/laplace): values, ``"data"`` (or None: the default grid from the
-        data's distances, :mod:`kernelcv.selection.gamma_range`, for the methods that
+        data's distances, :mod:`kernelcv.selection.space.gamma_range`, for the methods that
         build Gram matrices) or ``"paper"`` (the method's fixed default grid).
         """
         named = None

@@ -6,7 +6,7 @@ Strategy ``"coarse"`` (coarse to fine):
    values, the least regularised end and the middle (8 x 2 of the default 21 x 15 grid,
    5 % of it), less the rbf / laplace settings whose Gram matrix on the data is
    numerically the identity or near-constant
-   (:func:`~kernelcv.selection.gamma_range.degenerate_settings`; the papers' grid on
+   (:func:`~kernelcv.selection.space.gamma_range.degenerate_settings`; the papers' grid on
    scaled data: glass, iris, wine 2-4 of the 8);
 2. take the ``keep`` best evaluated points and evaluate every unevaluated grid point next
    to them (the 3 x 3 block around each);
@@ -62,7 +62,7 @@ import numpy as np
 
 from ..exceptions import KernelCVError
 from .backends import run_tasks
-from .gamma_range import degenerate_settings
+from .space.gamma_range import degenerate_settings
 from .tasks import evaluate_task
 from .warm_starts import WarmStarts
 
@@ -265,7 +265,8 @@ def coarse_to_fine(setting_lams: list[list[float]], evaluate: Callable, keep: in
                                                                          int]:
     """Strategy ``"coarse"``: :func:`walk` from every third setting (last kept) at two
     lam values (the least regularised end and the middle, :func:`_coarse_lams`), less
-    the settings of ``left_out`` (:func:`~kernelcv.selection.gamma_range.degenerate_settings`)."""
+    the settings of ``left_out``
+    (:func:`~kernelcv.selection.space.gamma_range.degenerate_settings`)."""
     return walk(setting_lams, evaluate, _coarse_start(setting_lams, left_out), keep,
                 max_rounds)
 

@@ -6,7 +6,7 @@ object of :mod:`kernelcv.selection.methods`, the search space and the option gro
 kernel settings (one task each, see :mod:`kernelcv.selection.tasks`), runs them
 sequentially, on joblib workers or on a Dask cluster (:mod:`kernelcv.selection.backends`),
 records finished settings in an optional checkpoint, and then does what the method asks
-for after the grid: the exact safeguards of :mod:`kernelcv.selection.safeguards`, the
+for after the grid: the exact safeguards of :mod:`kernelcv.selection.after_grid.safeguards`, the
 exact refinement of :mod:`kernelcv.random_features.refine`, or nothing. It contains no method
 names. :func:`grid_search` is the flat keyword interface that builds these objects.
 
@@ -25,9 +25,21 @@ from ..exceptions import KernelCVError
 from ..machines import Machine
 from ..reading.rowchunks import as_source
 from ..validation import check_data, make_folds
-from .baseline import baseline_note
-from .checkpoint import Checkpoint, fingerprint
-from .edges import grid_edges
+from .after_grid.baseline import baseline_note
+from .after_grid.edges import grid_edges
+from .after_grid.resume_check import recompute_resumed_choice
+from .after_grid.safeguards import (
+    APPROXIMATE,
+    NONE_FINITE_WARNING,
+    candidate_error,
+    choose,
+    flagged_counts,
+    flagged_note,
+    none_finite,
+    rank,
+)
+from .checkpointing.checkpoint import Checkpoint, fingerprint
+from .checkpointing.record_checks import BIF_FLAGS
 from .method_choice import METHODS, default_method, make_method
 from .methods import CVMethod, GridRun
 from .moved_options import machine_of, split_moved
@@ -39,19 +51,7 @@ from .options import (
     check_kernel_params,
     kernel_settings,
 )
-from .record_checks import BIF_FLAGS
 from .records import EXACT_STATUS
-from .resume_check import recompute_resumed_choice
-from .safeguards import (
-    APPROXIMATE,
-    NONE_FINITE_WARNING,
-    candidate_error,
-    choose,
-    flagged_counts,
-    flagged_note,
-    none_finite,
-    rank,
-)
 from .screening import SCREENING_REFUSED, Screening, SearchStrategy, evaluate_grid, plan
 from .warm_starts import WarmStarts
 
@@ -218,7 +218,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
                                            "lams": setting_lams})
         store = Checkpoint(execution.checkpoint, key, len(settings), setting_lams=setting_lams,
                            n_samples=n, metric=machine.metric)
-    # what the checkpoint already held: never the last word (selection/resume_check.py)
+    # what the checkpoint already held: never the last word (selection/after_grid/resume_check.py)
     resumed_settings = set(store.settings) if store else set()
     resumed_confirmations = set(store.confirmations) if store else set()
 
@@ -334,8 +334,8 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     kernel : {"rbf", "laplace", "poly", "linear"}.
     gammas, degrees, lams : grids. ``gammas`` (rbf/laplace): values, ``"data"`` (None,
         the default: the papers' lattice between the ends derived from the data's
-        distances, :mod:`kernelcv.selection.gamma_range`) or ``"paper"`` (the method's
-        fixed grid, :mod:`kernelcv.selection.grids`); ``degrees`` (poly, default 1..8);
+        distances, :mod:`kernelcv.selection.space.gamma_range`) or ``"paper"`` (the method's
+        fixed grid, :mod:`kernelcv.selection.space.grids`); ``degrees`` (poly, default 1..8);
         lam's default ``2^i / n``, i = -3..11.
     Cs : instead of ``lams``, SVC-style values C; ``lam = 1 / (2 n C)`` (divide
         ``0.5||w||^2 + C sum loss`` by ``n C`` to get the mean-loss form).

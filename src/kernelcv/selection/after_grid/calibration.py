@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..machines.calibration import PairScale, ScoreScale, fit_pair_scale, fit_score_scale
-from ..machines.multiclass import class_scores
-from ..validation import check_data
+from ...machines.calibration import PairScale, ScoreScale, fit_pair_scale, fit_score_scale
+from ...machines.multiclass import class_scores
+from ...validation import check_data
 
 __all__ = ["calibrate_choice", "class_codes"]
 

@@ -27,9 +27,9 @@ from contextlib import closing
 
 import numpy as np
 
-from .backends import run_tasks
-from .record_checks import BIF_FLAGS
-from .tasks import exact_task
+from ..backends import run_tasks
+from ..checkpointing.record_checks import BIF_FLAGS
+from ..tasks import exact_task
 
 # Names of the safeguarded methods (kept for reports written against the old names).
 APPROXIMATE = ("bif", "gacv")

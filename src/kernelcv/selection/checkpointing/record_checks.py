@@ -1,11 +1,11 @@
 """What a well-formed search record is: the checks applied to records read back from a file.
 
-A checkpoint (:mod:`kernelcv.selection.checkpoint`) is a text file that outlives the run
-that wrote it; before a record read from it is used, it must look like one that a search
-could have produced: the right types, values in range, and numbers that agree with each
-other (the CV error is the fold-size-weighted mean of the fold errors; a 0-1 fold error
-is a whole number of mistakes over the fold's size). Each check returns the first
-problem found as a short text, or ``None`` for a record that passes.
+A checkpoint (:mod:`kernelcv.selection.checkpointing.checkpoint`) is a text file that
+outlives the run that wrote it; before a record read from it is used, it must look like
+one that a search could have produced: the right types, values in range, and numbers
+that agree with each other (the CV error is the fold-size-weighted mean of the fold
+errors; a 0-1 fold error is a whole number of mistakes over the fold's size). Each check
+returns the first problem found as a short text, or ``None`` for a record that passes.
 """
 
 from __future__ import annotations

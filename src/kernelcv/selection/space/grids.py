@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 
-from ..exceptions import KernelCVError
+from ...exceptions import KernelCVError
 
 
 def default_gammas() -> list[float]:

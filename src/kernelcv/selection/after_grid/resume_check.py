@@ -16,9 +16,9 @@ from contextlib import closing
 
 import numpy as np
 
-from .backends import run_tasks
+from ..backends import run_tasks
+from ..tasks import exact_task
 from .safeguards import choose
-from .tasks import exact_task
 
 __all__ = ["recompute_resumed_choice"]
 

@@ -51,8 +51,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import KernelCVError
-from ..kernels import KERNEL_BASE, base_matrix
+from ...exceptions import KernelCVError
+from ...kernels import KERNEL_BASE, base_matrix
 from .grids import default_gammas
 
 UNIT_ROUNDOFF = 2.0**-53
@@ -189,7 +189,7 @@ class GammaGrid:
 
     def edge_reasons(self) -> dict:
         """Why a choice at an end of this grid needs no wider grid, for
-        :func:`kernelcv.selection.edges.edge_note`: at the narrow end when the next
+        :func:`kernelcv.selection.after_grid.edges.edge_note`: at the narrow end when the next
         lattice value is numerically the identity, at the wide end when the kernel there
         is near-constant (not where the range was capped or trimmed)."""
         reasons = {}

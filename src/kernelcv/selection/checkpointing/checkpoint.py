@@ -14,10 +14,10 @@ fingerprint differs is refused rather than mixing two searches.
 
 A line read back is used only when its checksum (SHA-256 of the search's fingerprint and
 the line's canonical JSON) matches and its records are well formed
-(:mod:`kernelcv.selection.record_checks`: types, ranges, the CV error equal to the mean of the
-fold errors). Any other line -- edited, damaged, from an older kernelcv without checksums
--- is dropped with a note in :attr:`Checkpoint.notes`, its work is done again, and the
-file is rewritten without it.
+(:mod:`kernelcv.selection.checkpointing.record_checks`: types, ranges, the CV error
+equal to the mean of the fold errors). Any other line -- edited, damaged, from an older
+kernelcv without checksums -- is dropped with a note in :attr:`Checkpoint.notes`, its
+work is done again, and the file is rewritten without it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import KernelCVError
+from ...exceptions import KernelCVError
 from .record_checks import check_exact, check_setting_records
 
 FORMAT_VERSION = 2
