@@ -18,7 +18,7 @@ from sklearn.model_selection import (
     StratifiedKFold,
 )
 
-from kernelcv import cross_validate
+from kernelcv import cross_validate, cross_validate_path
 from kernelcv.exceptions import KernelCVError
 
 
@@ -95,3 +95,15 @@ def test_malformed_split_pairs_are_one_line_errors(pairs, words):
     with pytest.raises(KernelCVError, match=words):
         cross_validate(X, y, machine="l2svm", gamma=0.5, lam=0.1, folds=pairs,
                                 method="exact")
+
+
+@pytest.mark.parametrize("folds", ["auto", "ten"])
+def test_a_string_is_not_taken_for_a_splitter(folds):
+    # a str has a split method: it was called as a splitter (TypeError from str.split)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = np.sign(X[:, 0])
+    with pytest.raises(KernelCVError, match="number of folds, fold ids or a splitter"):
+        cross_validate(X, y, "krr", gamma=1.0, lam=0.1, folds=folds)
+    with pytest.raises(KernelCVError, match="number of folds, fold ids or a splitter"):
+        cross_validate_path(X, y, [0.1], "krr", gamma=1.0, folds=folds)

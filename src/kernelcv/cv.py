@@ -197,6 +197,11 @@ def cross_validate_path(X, y, lams, machine="krr", kernel="rbf", gamma=None, *, 
     if X is None or y is None:
         raise KernelCVError("both X and y are required")
     spec, criterion = _machine_and_method(machine, method, moved, "cross_validate_path")
+    if isinstance(folds, str):
+        raise KernelCVError(
+            f"folds={folds!r}: give a number of folds, fold ids or a splitter (granularity "
+            "selection, folds='auto', chooses t per lam in grid_search with "
+            "method=BIF(granularity=GranularityRule(epsilon)))")
     folds = splitter_fold_ids(folds, X, y, groups)
     with blas_threads_for(n_rows(y)):
         return _run_path(X, y, lams, spec, criterion, kernel, gamma, degree, coef0, folds,

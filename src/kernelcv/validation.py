@@ -323,8 +323,9 @@ def explicit_splits(folds, X, y, groups=None):
 
 def _splitter_pairs(folds, X, y, groups):
     """The (train, test) pairs of an object with a ``split(X, y, groups)`` method (a
-    scikit-learn splitter), or None for anything else."""
-    if not (hasattr(folds, "split") and callable(folds.split)):
+    scikit-learn splitter), or None for anything else (a string has a ``split`` method
+    too, and is not a splitter)."""
+    if isinstance(folds, str) or not (hasattr(folds, "split") and callable(folds.split)):
         return None
     try:
         return list(folds.split(X, y, groups))
