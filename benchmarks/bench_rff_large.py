@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kernelcv import Execution
+from kernelcv import Execution, FeatureSpace
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "libsvm"
 TRAIN, TEST = SHARED / "ijcnn1.svm.gz", SHARED / "ijcnn1.t.svm.gz"
@@ -119,8 +119,9 @@ def replicate(n, folder, seed=0) -> Path:
 
 
 def search_kwargs(args):
-    return {"features": args.features, "feature_map": "nystroem", "feature_loss": "square",
-            "gammas": [2.0**k for k in (-3, -1, 1, 3)], "folds": 5, "refine": False}
+    method = FeatureSpace(features=args.features, feature_map="nystroem",
+                          feature_loss="square", refine=False)
+    return {"method": method, "gammas": [2.0**k for k in (-3, -1, 1, 3)], "folds": 5}
 
 
 def mode_one(args):
@@ -134,10 +135,10 @@ def mode_one(args):
         with np.load(args.path) as archive:
             X, y = archive["X"], archive["y"]
         tic = time.perf_counter()
-        result = grid_search(X, y, "svm", **kwargs, method="rff")
+        result = grid_search(X, y, "svm", **kwargs)
     elif how == "stream":
         tic = time.perf_counter()
-        result = grid_search(NpzSource(args.path), None, "svm", method="rff", **kwargs)
+        result = grid_search(NpzSource(args.path), None, "svm", **kwargs)
     else:
         import dask
         import distributed
@@ -150,7 +151,7 @@ def mode_one(args):
                                                dashboard_address=None)
             client = distributed.Client(cluster)
         tic = time.perf_counter()
-        result = grid_search(NpzSource(args.path), None, "svm", method="rff", **kwargs,
+        result = grid_search(NpzSource(args.path), None, "svm", **kwargs,
                              execution=Execution(scheduler=client))
         seconds = time.perf_counter() - tic
         workers = max(client.run(peak_rss_mib).values())

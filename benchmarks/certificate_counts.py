@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from kernelcv import BIF, cross_validate
+from kernelcv import BIF, cross_validate, make_machine
 
 
 def problem(rng, machine):
@@ -47,10 +47,11 @@ def main(argv=None):
         tic = time.perf_counter()
         for _ in range(args.problems):
             X, y, options = problem(rng, machine)
+            spec = make_machine(machine, fit_intercept=options.pop("fit_intercept"))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                bif = cross_validate(X, y, machine, method=BIF(order="inf"), **options)
-                exact = cross_validate(X, y, machine, method="exact", **options)
+                bif = cross_validate(X, y, spec, method=BIF(order="inf"), **options)
+                exact = cross_validate(X, y, spec, method="exact", **options)
             limit = 0.01 * (1.0 if bif.metric == "0-1" else abs(exact.cv_error))
             off = not abs(bif.cv_error - exact.cv_error) <= limit
             flagged = bif.uncertified or bif.ill_conditioned or bif.unconverged or \
