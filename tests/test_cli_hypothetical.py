@@ -91,7 +91,7 @@ def test_relevance_text_summary_and_plot_with_mu_zero(tmp_path, capsys):
     out_dir = tmp_path / "out"
     code, out, err = _run([data, "--model", "relevance", "--gammas", "0.1,1",
                            "--kernels", "poly:2", "--mu-grid", "0,1,4", "--out", out_dir,
-                           "--plot"], capsys)
+                           "--plot", "--loo"], capsys)
     assert code == 0, err
     assert "relevant (kernel, object) pairs" in out and "of 3 kernels" in out
     report = json.loads((out_dir / "report.json").read_text())
@@ -285,3 +285,19 @@ def test_unwritable_out_is_refused_before_the_work(tmp_path, capsys, monkeypatch
     code, out, err = _run([data, "--model", "ridge", "--out", out_dir], capsys)
     assert code == 2 and "not writable" in err and len(err.strip().splitlines()) == 1
     assert not called and not out_dir.exists()
+
+
+def test_the_exact_loo_reference_is_asked_for_not_the_default(tmp_path, capsys):
+    # issue 40: the n-refit reference ran 10 minutes by default on 426 rows
+    data, _, _ = _write(tmp_path, seed=4, n=24)
+    code, out, err = _run([data, "--mu-grid", "0,1", "--json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["loo_error"] is None and report["best_mu_loo"] is None
+    code, out, err = _run([data, "--mu-grid", "0,1", "--loo", "--json"], capsys)
+    assert code == 0, err
+    assert len(json.loads(out)["loo_error"]) == 2
+    code, out, err = _run([data, "--mu-grid", "0,1"], capsys)
+    assert code == 0 and "LOO choice" not in out
+    code, out, err = _run([data, "--loo", "--no-loo"], capsys)
+    assert code == 2 and "not allowed with" in err

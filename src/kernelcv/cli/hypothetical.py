@@ -49,8 +49,12 @@ def add_arguments(parser):
                         help="s2 in the penalty 2 s2 d: a number > 0 or 'auto' (ridge: "
                              "Mallows' Cp, estimated from the least-squares residuals). "
                              "Default: auto for ridge, 0.5 (the paper's form) otherwise")
-    parser.add_argument("--no-loo", action="store_true",
-                        help="enet, relevance: skip the exact LOO reference (n refits per mu)")
+    reference = parser.add_mutually_exclusive_group()
+    reference.add_argument("--loo", action="store_true",
+                           help="enet, relevance: add the exact LOO reference (n refits per "
+                                "mu: minutes on a few hundred rows; off by default)")
+    reference.add_argument("--no-loo", action="store_true",
+                           help="the default since 0.2 (kept for scripts)")
     parser.add_argument("--out", metavar="DIR", help="write report.json (and the plot) here")
     parser.add_argument("--plot", action="store_true", help="with --out: hypothetical.png")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -120,7 +124,7 @@ def run_command(args, parser):
     return run_hypothetical(
         args.data, model=args.model, mus=_mu_grid(args.mu_grid),
         Cs=_grid(args.C, "--C", "C"), lams=_grid(args.alpha_grid, "--alpha-grid", "alpha"),
-        noise_var=_noise_var(args.noise_var), loo=not args.no_loo, out=args.out, plot=args.plot,
+        noise_var=_noise_var(args.noise_var), loo=args.loo, out=args.out, plot=args.plot,
         kernels=kernels, similarities=similarities, memory_budget=args.memory_budget,
         header=args.header, target=args.target)
 
@@ -147,8 +151,10 @@ def render(report, args=None):
         if report["model"] == "relevance":
             what = (f"(kernel, object) pairs: {len(report['best_objects'])} objects, "
                     f"{len(report['best_kernels'])} of {len(report['kernels'])} kernels")
+        loo_choice = ("" if report["best_mu_loo"] is None
+                      else f"; LOO choice: {report['best_mu_loo']}")
         lines.append(f"best mu   {report['best_mu']:.4g}  ({len(report['best_relevant'])} "
-                     f"relevant {what}; LOO choice: {report['best_mu_loo']})")
+                     f"relevant {what}{loo_choice})")
         lines += [f"note      {note}" for note in report["notes"]]
         header = ("mu", "criterion", "d", "relevant", "LOO err")
         rows = zip(report["mus"], report["criterion"], report["effective_dimension"],

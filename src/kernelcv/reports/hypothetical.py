@@ -40,7 +40,7 @@ FIGURE_NAME = "hypothetical.png"
 
 
 def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
-                     noise_var=None, loo=True, out=None, plot=False,
+                     noise_var=None, loo=False, out=None, plot=False,
                      kernels=None, similarities=None, memory_budget=None, header="auto",
                      target=None):
     """Load ``data`` and run the hypothetical criterion of ``model``.
@@ -57,7 +57,8 @@ def run_hypothetical(data, *, model="enet", mus=None, Cs=(1.0,), lams=None,
         ``"auto"`` (Mallows' Cp, ``s2`` estimated from the least-squares residuals, so the
         choice does not depend on the units of ``y``) for ``ridge``, 0.5 (the paper's form)
         for the SVM criteria. ``"auto"`` is accepted for ``ridge`` only.
-    loo : for ``enet``, also the exact LOO error (n refits per mu)
+    loo : for ``enet`` and ``relevance``, also the exact LOO error (n refits per mu: the
+        slow reference, off by default since 0.2; ``--loo`` on the command line)
     out, plot : directory for ``report.json`` and, with ``plot``, ``hypothetical.png``
         (checked before any work; both files are written together, atomically, at the end;
         non-finite numbers are written as null)
