@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .exceptions import KernelCVError
+from .exceptions import KernelCVError, MemoryBudgetError
 from .memory import format_bytes, memory_budget
 
 #: The feature maps: random Fourier features and Nystroem landmarks.
@@ -88,7 +88,7 @@ def check_feature_memory(X, n_features, feature_map, workers=1, budget=None) -> 
         hint = ("use --feature-map nystroem (it keeps D landmark rows, not a d x D matrix) "
                 "or fewer features" if feature_map == RFF and n_dims > n_samples
                 else "use fewer features D, a random subsample, or fewer parallel jobs")
-        raise KernelCVError(
+        raise MemoryBudgetError(
             f"the {feature_map} search with D = {n_features} features on {n_samples} x "
             f"{n_dims} data needs about {format_bytes(need)} but the memory budget is "
             f"{format_bytes(limit)}; {hint} (or raise the budget with --memory-budget)")

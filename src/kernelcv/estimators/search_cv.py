@@ -29,7 +29,7 @@ from ..machines.calibration import PairScale, fit_score_scale
 from ..random_features.final import check_final_kernel, fit_final
 from ..random_features.method import FeatureSpace
 from ..selection.after_grid.calibration import calibrate_choice, class_codes
-from ..selection.method_choice import make_method
+from ..selection.method_choice import make_method, method_for_size
 from ..selection.methods import BIF, ClosedForm, ExactRefit
 from ..selection.moved_options import moved_error
 from ..selection.options import Execution, Safeguards, SearchSpace
@@ -391,8 +391,17 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                 raise
             raise KernelCVError(f"{error}; method='exact' takes any splits, fold by fold "
                                 "(as GridSearchCV)") from None
-        rff = isinstance(method, FeatureSpace)
         safeguards, execution = self._safeguards(), self._execution()
+        # the default method's n x n matrices may not fit: a low-rank feature space instead
+        method, size_note = method_for_size(
+            method, base._machine_name, _grid_kernels(self.param_grid, prefix, base), n,
+            execution.workers, execution.memory_budget)
+        if size_note is not None and self.screen not in ("auto", "off"):
+            raise KernelCVError(f"{size_note}; that search walks the grid itself: give "
+                                "screen='off', or name a method to screen")
+        if size_note is not None and self.verbose:
+            print(f"[KernelSearchCV] {size_note}", file=sys.stderr)
+        rff = isinstance(method, FeatureSpace)
         default, derived = (None, None) if self.param_grid is not None else default_grid(
             base, head, method, X, y)
         self.gamma_grid_ = None if derived is None else derived.to_dict()
@@ -415,6 +424,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         else:
             self._fit_fast(head, base, prefix, params, search_params, lams, X, y, folds,
                            classifier, score, method, rff, safeguards, execution)
+            if size_note is not None:
+                self.search_.notes.insert(0, size_note)
         self.best_params_ = params[self.best_index_]
         chooser = ("score" if not self.multimetric_ or callable(self.refit)
                    else self.refit)
@@ -640,6 +651,13 @@ def _settings(base, X, search_params):
         keys.append((key, float(merged["lam"])))
     order = list(settings)
     return [settings[k] for k in order], [groups[k] for k in order], order, keys
+
+
+def _grid_kernels(param_grid, prefix: str, base) -> list[str]:
+    """The kernels a search's grid names (``<prefix>kernel`` values), else the estimator's."""
+    grids = param_grid if isinstance(param_grid, list) else [param_grid or {}]
+    kernels = [stand_in_kernel(k) for grid in grids for k in grid.get(f"{prefix}kernel", [])]
+    return kernels or [base.kernel]
 
 
 def _screen_strategy(screen, n_samples: int, method) -> str:

@@ -21,7 +21,7 @@ from typing import ClassVar
 import numpy as np
 
 from .._threads import blas_threads_for
-from ..exceptions import KernelCVError
+from ..exceptions import KernelCVError, MemoryBudgetError
 from ..features import (
     MAPS,
     RFF,
@@ -293,7 +293,7 @@ class FeatureSpace(CVMethod):
             if estimate > limit:
                 hint = ("use --feature-map nystroem (D landmark rows, not a d x D draw) or "
                         if self.feature_map == RFF else "")
-                raise KernelCVError(
+                raise MemoryBudgetError(
                     f"the rff search needs about {format_bytes(estimate)} at D = {D} "
                     f"({'its first size' if self.adaptive else 'fixed'}), more than the "
                     f"memory budget {format_bytes(limit)}; {hint}raise the budget with "

@@ -29,7 +29,7 @@ from ..random_features.method import FeatureSpace
 from ..reading.files import load_data, load_train_test, read_fold_ids
 from ..selection.after_grid.calibration import calibrate_choice
 from ..selection.backends import run_tasks
-from ..selection.method_choice import make_method
+from ..selection.method_choice import make_method, method_for_size
 from ..selection.methods import BIF
 from ..selection.options import Execution
 from ..selection.screening import Screening
@@ -172,6 +172,15 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
         y_test = _check_test_data(X_test, y_test, X, y, spec, test)
     scaling = fit_scaling(X, files.scale)
     X, X_test = apply_scaling(X, scaling), apply_scaling(X_test, scaling)
+    # the default method's n x n matrices may not fit: a low-rank feature space instead
+    cv_method, size_note = method_for_size(cv_method, spec.name, [kernel], y.shape[0],
+                                           execution.workers, memory_budget)
+    if size_note is not None:
+        rff, final = True, cv_method.final
+        named = screen.strategy if isinstance(screen, Screening) else screen
+        if named not in ("auto", "off"):
+            raise KernelCVError(f"{size_note}; that search walks the grid itself: drop "
+                                "--screen, or name a method to screen")
     fold_path = None
     # The feature draw is seeded even when the folds come from a file (then the seed sets
     # only the features).
@@ -191,6 +200,8 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
         X, y, spec, kernel=kernel, gammas=gammas, degrees=degrees, lams=lams, Cs=Cs,
         kernel_params=kernel_params, method=cv_method, folds=folds, random_state=seed,
         screen=screen, safeguards=safeguards, execution=execution)
+    if size_note is not None:
+        result.notes.insert(0, size_note)
     report = annotate(result.to_dict(), outputs.argv)
     report.update({"fit_intercept": result.machine_spec.fit_intercept, "screen": screen,
                    "scaling": scaling_entry(scaling),

@@ -9,9 +9,13 @@ method object of :mod:`kernelcv.selection.methods` or
 
 from __future__ import annotations
 
-from ..exceptions import KernelCVError
+from dataclasses import replace
+
+from ..exceptions import KernelCVError, MemoryBudgetError
+from ..memory import check_dense_budget, format_bytes
+from ..memory import memory_budget as memory_budget_bytes
 from ..random_features.growth import MAX_FEATURES, TIME_BUDGET
-from ..random_features.method import FeatureSpace
+from ..random_features.method import FEATURE_LOSSES, FeatureSpace
 from ..random_features.refine import REFINE_MAX_EVALS
 from .gacv_method import GACV
 from .methods import BIF, ClosedForm, CVMethod, ExactRefit, GranularityRule
@@ -24,7 +28,8 @@ METHODS = tuple(METHOD_CLASSES)
 _FEATURE_DEFAULTS = ("auto", None, None, None, "auto", REFINE_MAX_EVALS, MAX_FEATURES, TIME_BUDGET,
                      "auto", None, None)
 
-__all__ = ["METHODS", "METHOD_CLASSES", "default_method", "make_method", "method_name"]
+__all__ = ["METHODS", "METHOD_CLASSES", "default_method", "make_method", "method_for_size",
+           "method_name"]
 
 
 def method_name(method) -> str | None:
@@ -85,6 +90,7 @@ def make_method(method, machine: str, *, folds=10, **options) -> CVMethod:
                                 "BIF(granularity=GranularityRule(epsilon)), or a number of "
                                 "folds or fold ids")
         return method
+    by_default = method is None
     method = default_method(machine) if method is None else method
     if not isinstance(method, str) or method not in METHOD_CLASSES:
         raise KernelCVError(f"unknown method {method!r}; choose one of {', '.join(METHODS)} "
@@ -120,5 +126,46 @@ def make_method(method, machine: str, *, folds=10, **options) -> CVMethod:
                             final=final, final_features=final_features,
                             final_kernel_limit=final_kernel_limit)
     if method == BIF.name:
-        return BIF(order=order, tol=tol)
-    return METHOD_CLASSES[method]()
+        return BIF(order=order, tol=tol, by_default=by_default)
+    return METHOD_CLASSES[method](by_default=by_default)
+
+
+def method_for_size(method: CVMethod, machine: str, kernels, n_samples: int, workers: int = 1,
+                    memory_budget=None) -> tuple[CVMethod, str | None]:
+    """The method a search runs on ``n_samples`` rows, and a note when it is not ``method``.
+
+    A method the user named runs as named (and is refused above the memory budget by its
+    own check). The default one (``method.by_default``) runs unless its
+    ``dense_matrices * workers`` dense n x n float64 matrices exceed the budget
+    (:func:`kernelcv.memory.memory_budget`); then the search takes a low-rank factor of
+    the kernel instead: :class:`~kernelcv.random_features.method.FeatureSpace` with its
+    defaults (an adaptive Nystroem factor, memory O(n D), exact refits of the choice where
+    they fit). ``kernels``: the kernels of the grid (the feature space approximates rbf
+    only); ``machine``: the machine's name. Raises :class:`MemoryBudgetError` (one line)
+    where neither fits: a kernel or machine the feature space does not take. O(1).
+    """
+    if not method.by_default:
+        return method, None
+    what = (f"the default method {method.name!r} on {n_samples} samples with "
+            f"{max(int(workers), 1)} worker(s)")
+    try:
+        check_dense_budget(n_samples, n_samples, method.dense_matrices * max(int(workers), 1),
+                           what, memory_budget)
+        return method, None
+    except MemoryBudgetError as refused:
+        need = n_samples * n_samples * 8 * method.dense_matrices * max(int(workers), 1)
+        budget = format_bytes(memory_budget_bytes(memory_budget))
+        kernels = sorted(set(kernels))
+        if machine not in FEATURE_LOSSES or kernels != ["rbf"]:
+            raise MemoryBudgetError(
+                f"{refused}; the low-rank search that takes over above the budget "
+                f"(method='rff') covers the rbf kernel with {', '.join(FEATURE_LOSSES)}, "
+                f"not {machine} with the {' and '.join(kernels)} "
+                f"kernel{'s' if len(kernels) > 1 else ''}") from None
+    note = (f"{n_samples} samples: the default method {method.name!r} would hold "
+            f"{format_bytes(need)} of dense n x n matrices, above the memory budget "
+            f"({budget}), so the search ran on a low-rank factor of the kernel instead: "
+            "method 'rff' (an adaptive Nystroem feature space, memory O(nD)), its choice "
+            "refined by exact refits where they fit; name a method to run it anyway "
+            "(it is refused above the budget) or raise the budget")
+    return FeatureSpace(), note

@@ -103,6 +103,10 @@ class CVMethod:
     Field ``scoring``: None (rank by the 0-1 error or MSE) or a
     :class:`~kernelcv.criteria.scoring.HeldoutScore` whose negated per-fold values
     become the records' ``fold_errors`` and ``score`` (methods with held-out values only).
+    Field ``by_default`` (keyword only, not compared): the user named no method, so a
+    front door may run the low-rank feature-space search instead where this method's
+    dense matrices exceed the memory budget
+    (:func:`kernelcv.selection.method_choice.method_for_size`).
     """
 
     name: ClassVar[str] = ""
@@ -115,6 +119,7 @@ class CVMethod:
     kernel_grid: ClassVar[bool] = True
 
     scoring: HeldoutScore | None = None
+    by_default: bool = field(default=False, compare=False, repr=False, kw_only=True)
 
     @property
     def checkpointable(self) -> bool:

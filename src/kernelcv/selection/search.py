@@ -40,7 +40,7 @@ from .after_grid.safeguards import (
 )
 from .checkpointing.checkpoint import Checkpoint, fingerprint
 from .checkpointing.record_checks import BIF_FLAGS
-from .method_choice import METHODS, default_method, make_method
+from .method_choice import METHODS, default_method, make_method, method_for_size
 from .methods import CVMethod, GridRun
 from .moved_options import machine_of, split_moved
 from .options import (
@@ -399,10 +399,26 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
                  else Screening(strategy=screen))
     params = {**check_kernel_params(kernel_params), **old.kernel_params}
     cv_method.bind(machine_spec, kernel, random_state)  # machine/kernel errors first
+    cv_method, size_note = method_for_size(cv_method, machine_spec.name, [kernel],
+                                           _n_rows(X, y), execution.workers,
+                                           execution.memory_budget)
+    if size_note is not None and screening.enabled:
+        raise KernelCVError(f"{size_note}; that search walks the grid itself: give "
+                            "screen='off', or name a method to screen")
     space = SearchSpace.grid(kernel, gammas, degrees, lams, Cs=Cs, **params)
-    return run_search(X, y, machine_spec, cv_method, space,
-                      folds=folds, random_state=random_state, average=average, safeguards=guards,
-                      execution=execution, screening=screening)
+    result = run_search(X, y, machine_spec, cv_method, space,
+                        folds=folds, random_state=random_state, average=average,
+                        safeguards=guards, execution=execution, screening=screening)
+    if size_note is not None:
+        result.notes.insert(0, size_note)
+    return result
+
+
+def _n_rows(X, y) -> int:
+    """Training rows of a search's data (labels, or the rows of X)."""
+    if y is not None and hasattr(y, "__len__"):
+        return len(y)
+    return int(X.shape[0])
 
 
 def _group_of(name: str, given, cls, options: dict):
