@@ -82,6 +82,22 @@ def test_regressors_have_no_probabilities():
     search = KernelSearchCV("krr", {"lam": [1e-2], "gamma": [0.5]}, cv=4).fit(X, X[:, 0])
     with pytest.raises(AttributeError, match="classifier"):
         search.predict_proba(X)
+    # as scikit-learn's searches answer: no attribute where there are no probabilities
+    assert not hasattr(search, "predict_proba") and not hasattr(search, "predict_log_proba")
+
+
+def test_probabilities_are_an_attribute_only_where_they_exist():
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)[:200]
+    y = y[:200]
+    grid = {"gamma": [0.01, 0.1], "C": [1.0, 10.0]}
+    unfitted = KernelSearchCV("svm", grid, cv=4)
+    assert hasattr(unfitted, "predict_proba")  # cannot know before fit
+    assert hasattr(unfitted.fit(X, y), "predict_proba")
+    features = KernelSearchCV("svm", grid, cv=4, method="rff").fit(X, y)
+    assert not hasattr(features, "predict_proba")
+    with pytest.raises(AttributeError, match="not method='rff'"):
+        features.predict_log_proba(X)
 
 
 def test_uninformative_scores_still_put_the_predicted_class_on_top():

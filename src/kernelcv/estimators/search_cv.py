@@ -575,24 +575,41 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         """Decision values of ``best_estimator_`` (classifiers)."""
         return self._check_refit("decision_function").decision_function(X)
 
-    def predict_proba(self, X):
-        """Class probabilities of ``best_estimator_``'s decision values, scaled by
-        ``calibration_`` (fitted on the chosen candidate's out-of-fold values; the most
-        probable class is always the predicted one). Columns follow ``classes_``."""
-        estimator = self._check_refit("predict_proba")
-        if getattr(self, "calibration_", None) is None:
+    def _has_probabilities(self):
+        """Raise AttributeError with the reason where a fitted search has no
+        probabilities (no ``calibration_``): ``hasattr(search, "predict_proba")`` is then
+        False, as scikit-learn's searches answer for an estimator without them, and the
+        message says why."""
+        if hasattr(self, "calibration_") and self.calibration_ is None:
             raise AttributeError("predict_proba needs a classifier searched by a kernel "
                                  "method (not a regressor, not method='rff') on folds "
                                  "whose test sets partition the rows (its calibration "
                                  "uses each row's out-of-fold value)")
+
+    @property
+    def predict_proba(self):
+        """Class probabilities of ``best_estimator_``'s decision values, scaled by
+        ``calibration_`` (fitted on the chosen candidate's out-of-fold values; the most
+        probable class is always the predicted one). Columns follow ``classes_``.
+        ``predict_proba(X)``; an attribute only where the search has probabilities."""
+        self._has_probabilities()
+        return self._predict_proba
+
+    @property
+    def predict_log_proba(self):
+        """``log(predict_proba(X))``; an attribute only where ``predict_proba`` is."""
+        self._has_probabilities()
+        return self._predict_log_proba
+
+    def _predict_proba(self, X):
+        estimator = self._check_refit("predict_proba")
         if isinstance(self.calibration_, PairScale):
             return self.calibration_.probabilities(_machine_values(estimator, X))
         return self.calibration_.probabilities(estimator.decision_function(X))
 
-    def predict_log_proba(self, X):
-        """``log(predict_proba(X))``."""
+    def _predict_log_proba(self, X):
         with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
+            return np.log(self._predict_proba(X))
 
     def transform(self, X):
         """``best_estimator_.transform`` (for a Pipeline that ends in a transformer)."""
