@@ -13,7 +13,7 @@ from kernelcv import BIF, Execution, FeatureSpace, KernelSearchCV, MemoryBudgetE
 from kernelcv.cli import main
 from kernelcv.exceptions import KernelCVError
 from kernelcv.reading.files import make_synthetic
-from kernelcv.selection.method_choice import make_method, method_for_size
+from kernelcv.selection.method_choice import LOW_RANK_FROM, make_method, method_for_size
 
 N = 1500  # BIF's 2.5 dense n x n matrices: 42.9 MiB; the feature space fits in 40 MiB
 BUDGET = "40M"
@@ -40,6 +40,21 @@ def test_only_a_default_method_gives_way_and_only_above_the_budget():
     assert method_for_size(default, "svm", ["rbf"], 1200, 1, BUDGET)[1] is None
     assert isinstance(method_for_size(default, "svm", ["rbf"], 1200, 2, BUDGET)[0],
                       FeatureSpace)
+
+
+def test_from_ten_thousand_rows_the_default_gives_way_within_the_budget_too():
+    default = make_method(None, "l2svm")
+    method, note = method_for_size(default, "l2svm", ["rbf"], LOW_RANK_FROM, 1, "100G")
+    assert isinstance(method, FeatureSpace) and "from 10000 rows" in note
+    assert method_for_size(default, "l2svm", ["rbf"], LOW_RANK_FROM - 1, 1, "100G") == (
+        default, None)
+    # where the feature space cannot stand in, the default keeps the rows it can hold
+    svr = make_method(None, "svr")
+    assert method_for_size(svr, "svr", ["rbf"], LOW_RANK_FROM, 1, "100G") == (svr, None)
+    laplace = make_method(None, "krr")
+    assert method_for_size(laplace, "krr", ["laplace"], 50_000, 1, "100G") == (laplace, None)
+    named = make_method("bif", "l2svm")
+    assert method_for_size(named, "l2svm", ["rbf"], 50_000, 1, "100G") == (named, None)
 
 
 @pytest.mark.parametrize("machine, kernels, named, need", [

@@ -130,42 +130,56 @@ def make_method(method, machine: str, *, folds=10, **options) -> CVMethod:
     return METHOD_CLASSES[method](by_default=by_default)
 
 
+#: From this many rows the default method gives way to the low-rank feature space even
+#: where its n x n matrices fit. Measured on ijcnn1 (one thread, kernelcv select, 13 x 11
+#: grid, 5 folds; docs/results.md): 5,000 rows BIF 14 s / rff 71 s; 10,000 rows BIF 104 s
+#: (3.6 GB) / rff 40 s (0.35 GB), test errors 0.0228 / 0.0170.
+LOW_RANK_FROM = 10_000
+
+
 def method_for_size(method: CVMethod, machine: str, kernels, n_samples: int, workers: int = 1,
                     memory_budget=None) -> tuple[CVMethod, str | None]:
     """The method a search runs on ``n_samples`` rows, and a note when it is not ``method``.
 
     A method the user named runs as named (and is refused above the memory budget by its
-    own check). The default one (``method.by_default``) runs unless its
-    ``dense_matrices * workers`` dense n x n float64 matrices exceed the budget
-    (:func:`kernelcv.memory.memory_budget`); then the search takes a low-rank factor of
-    the kernel instead: :class:`~kernelcv.random_features.method.FeatureSpace` with its
-    defaults (an adaptive Nystroem factor, memory O(n D), exact refits of the choice where
-    they fit). ``kernels``: the kernels of the grid (the feature space approximates rbf
-    only); ``machine``: the machine's name. Raises :class:`MemoryBudgetError` (one line)
-    where neither fits: a kernel or machine the feature space does not take. O(1).
+    own check). The default one (``method.by_default``) gives way to a low-rank factor of
+    the kernel -- :class:`~kernelcv.random_features.method.FeatureSpace` with its defaults
+    (an adaptive Nystroem factor, memory O(n D), exact refits of the choice where they
+    fit) -- where its ``dense_matrices * workers`` dense n x n float64 matrices exceed the
+    budget (:func:`kernelcv.memory.memory_budget`), or from :data:`LOW_RANK_FROM` rows,
+    where its O(n^2)-per-candidate fits cost more than the feature space. ``kernels``: the
+    kernels of the grid (the feature space approximates rbf only); ``machine``: the
+    machine's name. Raises :class:`MemoryBudgetError` (one line) where neither fits: a
+    kernel or machine the feature space does not take above the budget (below it, and
+    from ``LOW_RANK_FROM`` rows, such a search keeps its default method). O(1).
     """
     if not method.by_default:
         return method, None
-    what = (f"the default method {method.name!r} on {n_samples} samples with "
-            f"{max(int(workers), 1)} worker(s)")
+    workers = max(int(workers), 1)
+    kernels = sorted(set(kernels))
+    low_rank_fits = machine in FEATURE_LOSSES and kernels == ["rbf"]
+    what = f"the default method {method.name!r} on {n_samples} samples with {workers} worker(s)"
     try:
-        check_dense_budget(n_samples, n_samples, method.dense_matrices * max(int(workers), 1),
-                           what, memory_budget)
-        return method, None
+        check_dense_budget(n_samples, n_samples, method.dense_matrices * workers, what,
+                           memory_budget)
     except MemoryBudgetError as refused:
-        need = n_samples * n_samples * 8 * method.dense_matrices * max(int(workers), 1)
-        budget = format_bytes(memory_budget_bytes(memory_budget))
-        kernels = sorted(set(kernels))
-        if machine not in FEATURE_LOSSES or kernels != ["rbf"]:
+        if not low_rank_fits:
             raise MemoryBudgetError(
                 f"{refused}; the low-rank search that takes over above the budget "
                 f"(method='rff') covers the rbf kernel with {', '.join(FEATURE_LOSSES)}, "
                 f"not {machine} with the {' and '.join(kernels)} "
                 f"kernel{'s' if len(kernels) > 1 else ''}") from None
-    note = (f"{n_samples} samples: the default method {method.name!r} would hold "
-            f"{format_bytes(need)} of dense n x n matrices, above the memory budget "
-            f"({budget}), so the search ran on a low-rank factor of the kernel instead: "
-            "method 'rff' (an adaptive Nystroem feature space, memory O(nD)), its choice "
-            "refined by exact refits where they fit; name a method to run it anyway "
-            "(it is refused above the budget) or raise the budget")
+        need = n_samples * n_samples * 8 * method.dense_matrices * workers
+        budget = format_bytes(memory_budget_bytes(memory_budget))
+        reason = (f"would hold {format_bytes(need)} of dense n x n matrices, above the "
+                  f"memory budget ({budget})")
+    else:
+        if n_samples < LOW_RANK_FROM or not low_rank_fits:
+            return method, None
+        reason = (f"costs O(n^2) or more per candidate from {LOW_RANK_FROM} rows (ijcnn1, "
+                  "10,000 rows: 104 s and 3.6 GB against 40 s and 0.35 GB)")
+    note = (f"{n_samples} samples: the default method {method.name!r} {reason}, so the "
+            "search ran on a low-rank factor of the kernel instead: method 'rff' (an "
+            "adaptive Nystroem feature space, memory O(nD)), its choice refined by exact "
+            "refits where they fit; name a method to run it anyway")
     return FeatureSpace(), note
