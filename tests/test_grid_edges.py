@@ -85,3 +85,37 @@ def test_edges_are_judged_on_the_whole_grid_not_the_evaluated_candidates():
     assert grid_edges({"setting": 0, "lam": 0.5}, [{"kernel": "linear"}], [[0.5]],
                       None) == {}
     assert "lower degrees" in edge_note({"degree": "low"}, {"degree": 2})[0]
+
+
+def test_python_searches_warn_of_a_choice_on_the_edge_and_the_cli_does_not(train, capsys):
+    from sklearn.datasets import load_svmlight_file
+
+    from kernelcv import GridEdgeWarning, KernelSearchCV, grid_search
+
+    X, y = load_svmlight_file(str(train))
+    X = X.toarray()
+    with pytest.warns(GridEdgeWarning, match="grid edge") as caught:
+        result = grid_search(X, y, "krr", gammas=GAMMAS[:2], lams=LAMS[:2], folds=5)
+    assert result.edge_notes and [str(w.message) for w in caught] == result.edge_notes
+    assert all(note in result.notes for note in result.edge_notes)
+    with pytest.warns(GridEdgeWarning) as caught:
+        search = KernelSearchCV("krr", {"gamma": GAMMAS[:2], "lam": LAMS[:2]}, cv=5)
+        search.fit(X, y)
+    assert [str(w.message) for w in caught] == search.search_.edge_notes
+    assert caught[0].filename == __file__  # points at the caller's fit
+    # inside the grid: no warning
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GridEdgeWarning)
+        inner = grid_search(X, y, "krr", gammas=[2.0**k for k in range(-12, 6)],
+                            lams=[10.0**k for k in range(-9, 3)], folds=5)
+    assert inner.grid_edges == {} and inner.edge_notes == []
+    # the command line says it once, as a note, not also as a warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GridEdgeWarning)
+        code = main(["select", str(train), "--machine", "krr", "--gamma-grid",
+                     ",".join(map(str, GAMMAS[:2])), "--lam-grid",
+                     ",".join(map(str, LAMS[:2])), "--folds", "5", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 0 and err.count("grid edge") == 1 and "warning" not in err

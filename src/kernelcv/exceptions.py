@@ -33,3 +33,11 @@ class MemoryBudgetError(KernelCVError):
 
 class ConvergenceError(KernelCVError):
     """A solver did not reach its tolerance within the iteration limit."""
+
+
+class GridEdgeWarning(UserWarning):
+    """The chosen candidate lies on an edge of its grid: a better value may lie outside.
+
+    Python searches (``grid_search``, ``KernelSearchCV``) warn with it; the same text is
+    in the result's notes (the command line prints it as a note).
+    """

@@ -34,7 +34,7 @@ from ..selection.methods import BIF, ClosedForm, ExactRefit
 from ..selection.moved_options import moved_error
 from ..selection.options import Execution, Safeguards, SearchSpace
 from ..selection.screening import Screening
-from ..selection.search import run_search
+from ..selection.search import run_search, warn_edges
 from ..selection.spectral_method import Spectral
 from ..validation import explicit_splits, make_folds, partitions, splitter_fold_ids
 from ._base import _resolve_gamma
@@ -515,6 +515,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             safeguards=safeguards, execution=execution,
             screening=Screening(strategy=_screen_strategy(self.screen, n, method)))
         self.search_ = result
+        warn_edges(result, stacklevel=4)
         lookup = {(order[c["setting"]], float(c["lam"])): i
                   for i, c in enumerate(result.candidates)}
         mapped = [result.candidates[lookup[key]] if key in lookup

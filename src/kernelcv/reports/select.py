@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import KernelCVError
+from ..exceptions import GridEdgeWarning, KernelCVError
 from ..kernels import GramFactory, Kernel
 from ..machines import Machine, make_machine
 from ..machines.model import KernelModel
@@ -196,10 +197,12 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
     screen = resolve_screen(screen.strategy if isinstance(screen, Screening) else screen,
                             y.shape[0], cv_method, checkpoint)
 
-    result = grid_search(
-        X, y, spec, kernel=kernel, gammas=gammas, degrees=degrees, lams=lams, Cs=Cs,
-        kernel_params=kernel_params, method=cv_method, folds=folds, random_state=seed,
-        screen=screen, safeguards=safeguards, execution=execution)
+    with warnings.catch_warnings():  # the report and the command line say it as a note
+        warnings.simplefilter("ignore", GridEdgeWarning)
+        result = grid_search(
+            X, y, spec, kernel=kernel, gammas=gammas, degrees=degrees, lams=lams, Cs=Cs,
+            kernel_params=kernel_params, method=cv_method, folds=folds, random_state=seed,
+            screen=screen, safeguards=safeguards, execution=execution)
     if size_note is not None:
         result.notes.insert(0, size_note)
     report = annotate(result.to_dict(), outputs.argv)

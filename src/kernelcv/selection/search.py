@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..exceptions import KernelCVError
+from ..exceptions import GridEdgeWarning, KernelCVError
 from ..machines import Machine
 from ..reading.rowchunks import as_source
 from ..validation import check_data, make_folds
@@ -79,6 +79,9 @@ class SearchResult:
         refit CV ((n,) binary, (n, m) the m binary machines'), where one was made.
     exact_heldout : multiclass searches: candidate index -> (n,) held-out class codes of
         its exact refit CV, for the candidates the safeguards refit.
+    edge_notes : the notes (also in ``notes``) saying that the choice lies on an edge of
+        the grid; ``grid_search`` and ``KernelSearchCV`` warn with them
+        (:class:`~kernelcv.exceptions.GridEdgeWarning`).
     """
 
     candidates: list[dict]
@@ -106,6 +109,7 @@ class SearchResult:
     exact_values: dict = field(default_factory=dict, repr=False)
     grid_edges: dict = field(default_factory=dict)
     grid: dict = field(default_factory=dict)
+    edge_notes: list[str] = field(default_factory=list, repr=False)
 
     @property
     def best(self) -> dict:
@@ -286,8 +290,9 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
                                    machine.is_classifier))
     notes.extend([derived.note()] if derived else [])
     edges = grid_edges(candidates[best_index], settings, setting_lams, space.param_name)
-    notes.extend(method.edge_notes(edges, candidates[best_index],
-                                   derived.edge_reasons() if derived else None))
+    edge_texts = method.edge_notes(edges, candidates[best_index],
+                                   derived.edge_reasons() if derived else None)
+    notes.extend(edge_texts)
     if screening.enabled:
         grid_size = sum(len(lams) for lams in setting_lams)
         notes.extend(screen_notes)
@@ -311,7 +316,16 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
                  "total_seconds": time.perf_counter() - total_tic},
         label_mapping=mapping, notes=notes, config=config, fold_ids=fold_ids,
         feature_map=method.fitted_map(data), criterion=method, machine_spec=machine,
-        exact_heldout=heldout, exact_values=values, grid_edges=edges, grid=grid_entry)
+        exact_heldout=heldout, exact_values=values, grid_edges=edges, grid=grid_entry,
+        edge_notes=list(edge_texts))
+
+
+def warn_edges(result: SearchResult, stacklevel: int = 3) -> None:
+    """Each note of ``result`` about a choice on the grid's edge as a
+    :class:`~kernelcv.exceptions.GridEdgeWarning` (the Python front doors; the command
+    line prints the notes). O(notes)."""
+    for note in result.edge_notes:
+        warnings.warn(note, GridEdgeWarning, stacklevel=stacklevel)
 
 
 def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None, lams=None,
@@ -411,6 +425,7 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
                         safeguards=guards, execution=execution, screening=screening)
     if size_note is not None:
         result.notes.insert(0, size_note)
+    warn_edges(result)
     return result
 
 
