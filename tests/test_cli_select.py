@@ -589,6 +589,42 @@ def test_curve_orders_are_bif_cv_values():
             assert value == pytest.approx(ref.cv_error)
 
 
+@pytest.mark.filterwarnings("ignore:.*BIF value not certified:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:.*BIF series not converged:RuntimeWarning")
+def test_plots_draw_what_the_search_computed_and_refit_only_when_asked(monkeypatch):
+    """--plot: no refits (the curve's exact line is the confirmations the search made);
+    --plot-exact: the exact curve by refit CV and BIF orders 1 and 3 beside it."""
+    pytest.importorskip("matplotlib")
+    from kernelcv import grid_search
+    from kernelcv.plotting import figure_class
+    from kernelcv.reports import select as select_module
+
+    X, y = make_synthetic(80, n_features=4, random_state=5)
+    result = grid_search(X, y, "l2svm", gammas=[0.05, 0.5, 5.0], lams=[0.01, 0.1], folds=4)
+    drawn = {}
+    monkeypatch.setattr(select_module, "cv_curve_figure",
+                        lambda curves, **kw: drawn.update(curves) or figure_class()())
+
+    def no_refits(*args, **kwargs):
+        raise AssertionError("a default plot refits nothing")
+
+    monkeypatch.setattr(select_module, "_exact_along", no_refits)
+    monkeypatch.setattr(select_module, "_bif_along", no_refits)
+    figures = select_module._figures(result, X, y, None, None)
+    assert set(figures) == {"cv_heatmap.png", "cv_curve.png"}
+    best_lam = result.best["lam"]
+    confirmed = sorted((c["gamma"], c["exact_error"]) for c in result.candidates
+                       if c["lam"] == best_lam and c["exact_error"] is not None)
+    assert confirmed  # the chosen candidate is confirmed
+    assert sorted(zip(*drawn["exact, where computed"], strict=True)) == confirmed
+    assert set(drawn) == {"bif", "exact, where computed"}
+    drawn.clear()
+    monkeypatch.setattr(select_module, "_exact_along", lambda r, c, *a: [0.5] * len(c))
+    monkeypatch.setattr(select_module, "_bif_along", lambda r, c, o, *a: [0.25] * len(c))
+    select_module._figures(result, X, y, None, None, exact=True)
+    assert set(drawn) == {"bif", "exact", "bif r=1", "bif r=3"}
+
+
 def test_select_screens_coarse_to_fine_by_default(capsys, files, tmp_path):
     grid = ["--gamma-grid", "2^-6..2^3", "--lam-grid", "2^-8..2^0", "--json"]
     code, out, err = _run(capsys, "select", files["train"], "--machine", "svm", *grid)

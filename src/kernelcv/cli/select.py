@@ -203,7 +203,11 @@ def add_arguments(parser):
                              "plus a JSON header; load it with kernelcv.load_model(FILE), "
                              "which runs no code from the file")
     output.add_argument("--plot", action="store_true",
-                        help="with --out: cv_heatmap.png and cv_curve.png")
+                        help="with --out: cv_heatmap.png and cv_curve.png, from the values "
+                             "the search computed")
+    output.add_argument("--plot-exact", action="store_true",
+                        help="--plot, and the curve adds exact refit CV and BIF orders 1 "
+                             "and 3 along the kernel parameter (t refits per point)")
     output.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
                         help=f"candidates listed in the summary (default {DEFAULT_TOP})")
     output.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -314,7 +318,8 @@ def run_command(args, parser):
             execution=Execution(n_jobs=args.n_jobs, scheduler=args.scheduler,
                                 checkpoint=args.checkpoint, progress=progress,
                                 memory_budget=args.memory_budget),
-            outputs=Outputs(out=args.out, plot=args.plot, save_model=args.save_model,
+            outputs=Outputs(out=args.out, plot=args.plot, plot_exact=args.plot_exact,
+                            save_model=args.save_model,
                             argv=getattr(args, "_argv", None)))
     finally:
         progress.close()

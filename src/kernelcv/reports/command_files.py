@@ -66,7 +66,11 @@ class Outputs:
     Attributes
     ----------
     out : the report folder (None: nothing is written there).
-    plot : also draw the command's PNG figures into ``out``.
+    plot : also draw the command's PNG figures into ``out``, from the values the search
+        computed (no refits: a few tenths of a second).
+    plot_exact : the CV-curve figure also computes what the search did not: exact refit
+        CV along the kernel parameter at the chosen lam and BIF of low orders beside it
+        (t refits per point; implies ``plot``).
     save_model : a file for the chosen model (:func:`kernelcv.load_model` reads it).
     argv : the command line, recorded in the report (None from Python).
     """
@@ -75,7 +79,10 @@ class Outputs:
     plot: bool = False
     save_model: str | os.PathLike | None = None
     argv: tuple | list | None = None
+    plot_exact: bool = False
 
     def __post_init__(self):
+        if self.plot_exact:
+            object.__setattr__(self, "plot", True)
         if self.plot and self.out is None:
             raise KernelCVError("--plot writes PNG files: give an output folder with --out DIR")
