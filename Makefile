@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo architecture bench bench-spectral bench-select bench-floor bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
+.PHONY: test test-slow demo architecture bench bench-large bench-torchkm bench-spectral bench-select bench-floor bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,6 +63,22 @@ bench-rff-large: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_rff_large.py default --runs 2
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_rff_large.py scaling --memory-max 1000000 \
 		--png docs/figures/rff_large_scaling.png
+
+# Seconds against n (ijcnn1, 1,000-20,000 rows, 3 seeds): kernelcv select vs Halving,
+# GridSearchCV (extrapolated above 2,000 rows) and TorchKM on the CPU (about 40 min;
+# TORCHKM_PYTHON: a Python with torch and torchkm, optional). Issue 37.
+bench-large: $(STAMP)
+	mkdir -p bench-results
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) benchmarks/bench_large.py \
+		--sizes 1000 2000 5000 10000 20000 --seeds 0 1 2 --torchkm-max-n 2000 \
+		$(if $(TORCHKM_PYTHON),--torchkm-python $(TORCHKM_PYTHON)) \
+		--json bench-results/large.json --png docs/figures/large_n_scaling.png
+
+# TorchKM's Table 2 protocol on the CPU beside kernelcv (needs TORCHKM_PYTHON).
+bench-torchkm: $(STAMP)
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) benchmarks/bench_torchkm.py \
+		--torchkm-python $(TORCHKM_PYTHON) --sizes 1000,10 2000,10 2000,1000 5000,10 \
+		--methods default spectral rff --grid-methods default:auto rff
 
 # The spectral engine (one eigh per kernel) vs bif, exact, GridSearchCV and Halving (SVC).
 bench-spectral: $(STAMP)
