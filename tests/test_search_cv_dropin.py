@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.stats import rankdata
+from sklearn.datasets import load_breast_cancer
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.metrics import f1_score, make_scorer
 from sklearn.model_selection import (
@@ -425,3 +426,20 @@ def test_splitters_that_do_not_partition_run_fold_by_fold_with_method_exact(bina
             search.predict_proba(X)
         with pytest.raises(KernelCVError, match="partition"):
             KernelSearchCV(LSSVMClassifier(), GRID, cv=cv).fit(X, y)
+
+
+@pytest.mark.parametrize("method", [None, "exact"])
+def test_feature_names_in_as_gridsearchcv(method):
+    pytest.importorskip("pandas")  # in the test extra; a DataFrame carries the names
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    X, y = X.iloc[:150, :6], y.iloc[:150]
+    grid = {"svc__gamma": [0.01, 0.1], "svc__C": [1.0, 10.0]}
+    pipe = make_pipeline(StandardScaler(), SVC())
+    ours = KernelSearchCV(pipe, grid, cv=3, method=method).fit(X, y)
+    theirs = GridSearchCV(pipe, grid, cv=3).fit(X, y)
+    np.testing.assert_array_equal(ours.feature_names_in_, theirs.feature_names_in_)
+    assert ours.n_features_in_ == theirs.n_features_in_ == 6
+    ours.predict(X)  # a DataFrame with the same columns: no feature-name warning
+    # an array has no names: refitting on one removes them, as for GridSearchCV
+    plain = ours.fit(X.to_numpy(), y)
+    assert not hasattr(plain, "feature_names_in_") and plain.n_features_in_ == 6

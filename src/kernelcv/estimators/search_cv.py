@@ -20,7 +20,7 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.metrics import get_scorer
 from sklearn.model_selection import PredefinedSplit, cross_val_predict
 from sklearn.pipeline import Pipeline
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..criteria.scoring import SCORES, HeldoutScore
 from ..exceptions import KernelCVError
@@ -182,6 +182,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
     scorer_, multimetric_, n_splits_, refit_time_, classes_, n_features_in_ : as in
         GridSearchCV (``multimetric_`` and a dict ``scorer_`` for ``scoring`` as a list or
         dict, which needs ``method="exact"``).
+    feature_names_in_ : the column names of a DataFrame X with string names, as in
+        GridSearchCV (absent otherwise).
     search_ : the :class:`kernelcv.selection.search.SearchResult` (None on the
         fold-by-fold path).
     gamma_grid_ : dict or None: how the default gamma grid was derived from the data
@@ -473,7 +475,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self._refit_callable()
         if classifier:
             self.classes_ = np.unique(np.asarray(y))
-        self.n_features_in_ = _n_features(X)
+        _record_input(self, X)
         if self.refit:
             refit_tic = time.perf_counter()
             chosen = clone(estimator).set_params(
@@ -530,7 +532,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.n_splits_ = result.folds if isinstance(result.folds, int) else None
         if classifier:
             self.classes_ = np.unique(np.asarray(y))
-        self.n_features_in_ = _n_features(X)
+        _record_input(self, X)
         if not self.refit:
             return
         best = search_params[self.best_index_]
@@ -644,8 +646,10 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         return tags
 
 
-def _n_features(X) -> int:
-    return X.shape[1] if hasattr(X, "shape") else np.asarray(X).shape[1]
+def _record_input(search, X) -> None:
+    """``n_features_in_`` and, for a DataFrame with string column names,
+    ``feature_names_in_`` (as GridSearchCV has them), without converting X."""
+    validate_data(search, X, skip_check_array=True, reset=True)
 
 
 def _settings(base, X, search_params):
