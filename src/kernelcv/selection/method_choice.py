@@ -9,8 +9,6 @@ method object of :mod:`kernelcv.selection.methods` or
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..exceptions import KernelCVError, MemoryBudgetError
 from ..memory import check_dense_budget, format_bytes
 from ..memory import memory_budget as memory_budget_bytes
