@@ -16,7 +16,7 @@ from sklearn.datasets import dump_svmlight_file
 from kernelcv import Execution, FeatureSpace, make_machine
 from kernelcv.cli import main
 from kernelcv.exceptions import KernelCVError
-from kernelcv.random_features import dask_rows
+from kernelcv.random_features import dask_rows, resident
 from kernelcv.reading.textchunks import open_svmlight_files
 from kernelcv.selection import backends
 from kernelcv.selection.search import grid_search
@@ -142,6 +142,44 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path, monkeypatch, capsys, d
     assert not (tmp_path / "out" / "report.json").exists()
 
 
+@pytest.mark.parametrize("keep", [True, False])
+def test_squared_hinge_passes_keep_their_state_on_the_workers(client, data, monkeypatch,
+                                                             keep):
+    """The squared hinge's passes run once per worker with their state kept there
+    (resident.py), the features kept or recomputed each pass: the same CV errors and
+    choice as in memory; the report says when the features did not fit; the workers
+    forget every path's state."""
+    monkeypatch.setattr(resident, "feature_cache_fits", lambda *args: keep)
+    X, y = data[0][:30_000], data[1][:30_000]
+    options = {**GRID, "method": FeatureSpace(refine=False, features=48)}
+    reference = grid_search(X, y, "svm", **options)
+    result = grid_search(X, y, "svm", **options, execution=Execution(scheduler=client))
+    _same(result, reference)
+    assert any("recompute them" in note for note in result.notes) is not keep
+    assert not any(client.run(lambda: len(resident._STATES)).values())
+
+
+def test_a_pass_on_moved_partitions_runs_as_tasks(client, data):
+    X, y = data
+    _, y_pm, _ = check_data(X, y, True)
+    folds = make_folds(y_pm, 5, True, 0)
+
+    def sums(positions, parts):
+        return np.array([sum(part[1].shape[0] for part in parts),
+                         sum(float(part[0].sum()) for part in parts)])
+
+    with dask_rows.dask_rows(client, X, y_pm, folds) as rows:
+        want = rows.on_workers(sums)
+        assert want[0] == N and want[1] == pytest.approx(X.sum(), rel=1e-12)
+        placement = rows.placement()
+        assert len(placement) == 2 and None not in placement
+        first, second = list(placement)
+        rows._placement = {first: placement[second], second: placement[first]}  # wrong
+        got = rows.on_workers(sums)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        assert rows.placement() == placement  # asked again
+
+
 def test_a_lost_worker_is_a_clear_error(client, data):
     X, y = data
     _, y_pm, _ = check_data(X, y, True)
@@ -155,6 +193,8 @@ def test_a_lost_worker_is_a_clear_error(client, data):
             time.sleep(0.1)
         with pytest.raises(KernelCVError, match="worker was lost"):
             rows.map_reduce(dask_rows.add_results, 1000)
+        with pytest.raises(KernelCVError, match="worker was lost"):
+            rows.on_workers(lambda positions, parts: 1.0)
 
 
 @pytest.mark.parametrize("n, row_bytes, workers", [

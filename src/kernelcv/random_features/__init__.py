@@ -16,6 +16,7 @@ use them too. Everything above them lives here:
 ``notes``          what the report says about a feature-space search
 ``rowmap``         rows mapped to features chunk by chunk (in memory)
 ``dask_rows``      the same sums on a Dask cluster
+``resident``       the squared hinge's Newton passes with their state kept on the workers
 ``refine``         the exact local refinement of the feature-space choice
 ``final``          the final model: the kernel machine or the linear model in feature space
 =================  ==========================================================================

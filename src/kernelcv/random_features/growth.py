@@ -252,11 +252,9 @@ def _newton_round(rows, fmap, settings, setting_lams, indices, method, n):
     for i in indices:
         tic = time.perf_counter()
         gamma, lams = settings[i]["gamma"], setting_lams[i]
-        models, unconverged = squared_hinge_sums_path(rows, fmap, gamma, lams, chunk,
-                                                      method.feature_intercept)
-        errors = rows.map_reduce(chunk_square_errors, chunk, fmap=fmap, gammas=[gamma],
-                                 coefs=[models.on_columns()], intercepts=[models.intercept],
-                                 n_folds=t, classifier=method.classifier)[0]
+        _, unconverged, errors = squared_hinge_sums_path(
+            rows, fmap, gamma, lams, chunk, method.feature_intercept,
+            classifier=method.classifier)
         seconds = (time.perf_counter() - tic) / len(lams)
         path = path_from_errors(errors, rows.fold_counts(), lams, np.full(len(lams), seconds))
         if unconverged:
@@ -366,4 +364,5 @@ def grow_features(method, settings, setting_lams, rows, shared, execution, X=Non
     else:
         if sizes[-1] >= n and sizes[-1] < method.max_features:
             stop = "n"
+    notes.extend(getattr(rows, "notes", []))
     return Growth(per_setting, choice, fmap, fmap.n_features, path, stop, notes)

@@ -15,7 +15,10 @@ summed chunk by chunk, for all t fold-out models in the same pass:
 
 So memory is O(c D + t D^2) and no n x D matrix is held; the price is one pass over the
 rows per Newton step and per line-search iteration (the in-memory path updates its
-Hessian incrementally instead). Tested against the in-memory path on the same folds.
+Hessian incrementally instead). Rows on a Dask cluster keep the features, the active
+sets and the Hessians on the workers between passes instead
+(:mod:`kernelcv.random_features.resident`): the same sums, most of the work saved.
+Tested against the in-memory path on the same folds.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from .linear_cv import _solve_spd
-from .sums import FoldModels
+from .sums import FoldModels, chunk_square_errors
 
 
 def _features(X, fmap, gamma, projection):
@@ -75,32 +78,90 @@ def chunk_line_sums(X, y, fold_ids, fmap, gamma, projection, coef, intercept, st
     return out
 
 
+class ChunkPasses:
+    """The Newton and line-search sums by stateless passes over ``rows`` (every pass
+    recomputes the features and, for the Newton sums, each model's whole active Hessian):
+    the passes of rows read in chunks here (:class:`~kernelcv.random_features.rowmap.
+    LocalRows`), which keep no O(n) state between passes."""
+
+    def __init__(self, rows, fmap, gamma, projection, chunk_rows):
+        self.rows = rows
+        self.common = {"chunk_rows": chunk_rows, "fmap": fmap, "gamma": gamma,
+                       "projection": projection}
+
+    def newton(self, coef, intercept, models):
+        """``(grad_parts, hessian)`` of :func:`chunk_newton_sums` over all rows."""
+        return self.rows.map_reduce(chunk_newton_sums, coef=coef, intercept=intercept,
+                                    models=models, **self.common)
+
+    def line(self, coef, intercept, step_coef, step_intercept, sizes, models):
+        """``(sum_A b r, sum_A b^2)`` of :func:`chunk_line_sums` over all rows."""
+        return self.rows.map_reduce(chunk_line_sums, coef=coef, intercept=intercept,
+                                    step_coef=step_coef, step_intercept=step_intercept,
+                                    sizes=sizes, models=models, **self.common)
+
+    def step_sizes(self, coef, intercept, step_coef, step_intercept, lam, m, models,
+                   iterations):
+        """The exact line search of every model (:func:`_line_search`)."""
+        return _line_search(self, coef, intercept, step_coef, step_intercept, lam, m,
+                            models, iterations)
+
+    def heldout_errors(self, models: FoldModels, classifier: bool) -> np.ndarray:
+        """(t, k) sums of each fold's held-out errors under its models, one pass
+        (:func:`~kernelcv.random_features.sums.chunk_square_errors`)."""
+        common = self.common
+        return self.rows.map_reduce(
+            chunk_square_errors, common["chunk_rows"], fmap=common["fmap"],
+            gammas=[common["gamma"]], coefs=[models.on_columns()],
+            intercepts=[models.intercept], n_folds=self.rows.n_folds,
+            classifier=classifier)[0]
+
+    def close(self):
+        """Nothing to release."""
+
+
 def squared_hinge_sums_path(rows, fmap, gamma, lams, chunk_rows, fit_intercept=True,
-                            tol=1e-6, max_iter=100, line_iterations=30):
+                            tol=1e-6, max_iter=100, line_iterations=30, classifier=None):
     """The fold-out L2-SVMs of every lam, by Newton steps whose sums run over ``rows``.
 
     ``rows`` is a :class:`~kernelcv.random_features.rowmap.LocalRows`-like object
-    (``map_reduce``, ``n_folds``, ``fold_counts``), read ``chunk_rows`` at a time. Returns the
-    :class:`~kernelcv.random_features.sums.FoldModels` (coef t x D x k, intercepts)
-    and the number of (fold, lam) fits that stopped at ``max_iter``.
+    (``map_reduce``, ``n_folds``, ``fold_counts``), read ``chunk_rows`` at a time. Its
+    ``newton_passes(fmap, gamma, projection, chunk_rows)``, when it has one, gives the
+    object that computes the sums (rows on a Dask cluster keep state on the workers
+    between passes: :mod:`kernelcv.random_features.resident`); else :class:`ChunkPasses`.
+    Returns the :class:`~kernelcv.random_features.sums.FoldModels` (coef t x D x k,
+    intercepts) and the number of (fold, lam) fits that stopped at ``max_iter``; with
+    ``classifier`` (True: 0-1 errors, False: squared) also the (t, k) sums of the
+    held-out errors, from the same passes' state.
     """
     lams = np.asarray(lams, dtype=np.float64)
     t, D = rows.n_folds, fmap.n_features
     counts = rows.fold_counts()
     m = counts.sum() - counts
     projection = fmap.projection(gamma)
+    make_passes = getattr(rows, "newton_passes", None)
+    passes = (make_passes or (lambda *a: ChunkPasses(rows, *a)))(fmap, gamma, projection,
+                                                                  chunk_rows)
+    try:
+        models, unconverged = _path(passes, t, D, m, lams, projection, fit_intercept, tol,
+                                    max_iter, line_iterations)
+        if classifier is None:
+            return models, unconverged
+        return models, unconverged, passes.heldout_errors(models, classifier)
+    finally:
+        passes.close()
+
+
+def _path(passes, t, D, m, lams, projection, fit_intercept, tol, max_iter, line_iterations):
     coef, intercept = np.zeros((t, D)), np.zeros(t)
     out_coef, out_intercept = np.zeros((t, D, lams.size)), np.zeros((t, lams.size))
     size = D + 1 if fit_intercept else D
     unconverged = 0
-    common = {"chunk_rows": chunk_rows, "fmap": fmap, "gamma": gamma,
-              "projection": projection}
     for k in np.argsort(-lams, kind="stable"):
         lam = lams[k]
         todo = [i for i in range(t) if m[i] > 0]
         for _ in range(max_iter):
-            parts, hessian = rows.map_reduce(chunk_newton_sums, coef=coef,
-                                             intercept=intercept, models=todo, **common)
+            parts, hessian = passes.newton(coef, intercept, todo)
             steps = {}
             for i in todo:
                 grad = np.empty(D + 1)
@@ -119,8 +180,8 @@ def squared_hinge_sums_path(rows, fmap, gamma, lams, chunk_rows, fit_intercept=T
             step_coef, step_intercept = np.zeros((t, D)), np.zeros(t)
             for i, step in steps.items():
                 step_coef[i], step_intercept[i] = step[:D], step[D]
-            sizes = _line_search(rows, common, coef, intercept, step_coef, step_intercept,
-                                 lam, m, todo, line_iterations)
+            sizes = passes.step_sizes(coef, intercept, step_coef, step_intercept, lam, m,
+                                      todo, line_iterations)
             for i in todo:
                 coef[i] += sizes[i] * step_coef[i]
                 intercept[i] += sizes[i] * step_intercept[i]
@@ -130,7 +191,7 @@ def squared_hinge_sums_path(rows, fmap, gamma, lams, chunk_rows, fit_intercept=T
     return FoldModels(out_coef, out_intercept, projection), unconverged
 
 
-def _line_search(rows, common, coef, intercept, step_coef, step_intercept, lam, m, models,
+def _line_search(passes, coef, intercept, step_coef, step_intercept, lam, m, models,
                  iterations):
     """Exact minimisers of each model's objective along its step: 1-D Newton iterations
     on the piecewise-linear derivative, one pass over the rows per iteration."""
@@ -141,9 +202,7 @@ def _line_search(rows, common, coef, intercept, step_coef, step_intercept, lam, 
     for _ in range(iterations):
         if not moving:
             break
-        br, bb = rows.map_reduce(chunk_line_sums, coef=coef, intercept=intercept,
-                                 step_coef=step_coef, step_intercept=step_intercept,
-                                 sizes=sizes, models=moving, **common)
+        br, bb = passes.line(coef, intercept, step_coef, step_intercept, sizes, moving)
         still = []
         for i in moving:
             slope = -(2.0 / m[i]) * br[i] + 2.0 * lam * (wd[i] + sizes[i] * dd[i])
