@@ -142,21 +142,38 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path, monkeypatch, capsys, d
     assert not (tmp_path / "out" / "report.json").exists()
 
 
-@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize("fits, note", [
+    ((True, True), None), ((True, False), "recompute them each time"),
+    ((False, False), "recomputes the features and the whole Hessians")])
 def test_squared_hinge_passes_keep_their_state_on_the_workers(client, data, monkeypatch,
-                                                             keep):
+                                                             fits, note):
     """The squared hinge's passes run once per worker with their state kept there
-    (resident.py), the features kept or recomputed each pass: the same CV errors and
-    choice as in memory; the report says when the features did not fit; the workers
-    forget every path's state."""
-    monkeypatch.setattr(resident, "feature_cache_fits", lambda *args: keep)
+    (resident.py), the features kept or recomputed each pass, or stateless when not even
+    the state fits: the same CV errors and choice as in memory; the report says what did
+    not fit; the workers forget every path's state."""
+    monkeypatch.setattr(dask_rows, "state_fits", lambda *args: fits)
     X, y = data[0][:30_000], data[1][:30_000]
     options = {**GRID, "method": FeatureSpace(refine=False, features=48)}
     reference = grid_search(X, y, "svm", **options)
     result = grid_search(X, y, "svm", **options, execution=Execution(scheduler=client))
     _same(result, reference)
-    assert any("recompute them" in note for note in result.notes) is not keep
+    said = [n for n in result.notes if "Dask workers' memory limits" in n]
+    assert said == ([] if note is None else [pytest.approx(said[0])]) and \
+        (note is None or note in said[0])
     assert not any(client.run(lambda: len(resident._STATES)).values())
+
+
+def test_the_memory_limit_decides_what_the_workers_keep(client, data):
+    """Half the 12 MB limit of this cluster's workers holds the state of 3,000 rows each
+    (1.5 MB) and their 4 features, not their 64 (4.6 MB with the partitions' while they
+    are formed); 15,000 rows each do not fit even without features (6 MB)."""
+    X, y = data
+    _, y_pm, _ = check_data(X, y, True)
+    for n, want in ((6_000, [(True, True), (True, False)]),
+                    (30_000, [(False, False), (False, False)])):
+        with dask_rows.dask_rows(client, X[:n], y_pm[:n],
+                                 make_folds(y_pm[:n], 5, True, 0)) as rows:
+            assert [rows._state_fits(4), rows._state_fits(64)] == want
 
 
 def test_a_pass_on_moved_partitions_runs_as_tasks(client, data):

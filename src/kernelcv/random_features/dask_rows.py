@@ -43,7 +43,8 @@ from ..selection.backends import (
     import_distributed,
     one_line,
 )
-from .resident import ResidentPasses, feature_cache_fits
+from .newton import ChunkPasses
+from .resident import ResidentPasses, state_fits
 
 #: Bytes of X per partition scattered from here.
 PARTITION_BYTES = 64 * 2**20
@@ -213,11 +214,19 @@ class DaskRows:
         finally:  # drop our references: the cluster forgets the result and the arguments
             del futures, shared
 
+    def _check_landed(self):
+        """Wait for the partitions (computed ones must have landed; nothing comes here);
+        a lost one is the one-line error of :meth:`_results`."""
+        with contextlib.suppress(Exception):  # cancelled or lost: the statuses say so
+            self._distributed.wait(self.partitions)
+        if any(part.status != "finished" for part in self.partitions):
+            self._results(self.partitions)
+
     def placement(self) -> dict:
         """``{worker address: [partition positions]}``: where the partitions are (asked
-        of the scheduler once, when first needed; computed partitions are waited for)."""
+        of the scheduler once, when first needed)."""
         if self._placement is None:
-            self._results(self.partitions)  # computed ones must have landed
+            self._check_landed()
             who = self.client.who_has(self.partitions)
             placement = {}
             for position, part in enumerate(self.partitions):
@@ -232,9 +241,10 @@ class DaskRows:
 
         One call per worker and pass, by ``Client.run`` (the worker runs it in a thread
         beside its event loop, on the partitions in its memory: about 6 ms a pass on a
-        2-worker LocalCluster, against 24 ms for tasks through the scheduler). A worker
-        that no longer holds a partition (moved, or lost) has the pass done by tasks,
-        one per worker, which fetch what they need.
+        2-worker LocalCluster, against 24 ms for tasks through the scheduler). When a
+        worker no longer holds a partition (moved, or recomputed elsewhere after a worker
+        was lost), the pass runs as tasks, one per worker, which fetch what they need,
+        and the scheduler is asked again where the partitions are.
         """
         self.passes += 1
         where = {worker: [(p, self.partitions[p].key) for p in positions]
@@ -243,50 +253,61 @@ class DaskRows:
             try:
                 results = self.client.run(_run_here, function, args, kwargs, where,
                                           workers=list(where))
-            except Exception as exc:
-                self._results(self.partitions)  # a lost partition: the one-line error
-                raise KernelCVError(f"a pass on the Dask workers failed: {one_line(exc)}; "
-                                    "nothing was written") from None
-            if not any(isinstance(r, str) and r == _MISSING for r in results.values()):
+            except Exception:
+                self._check_landed()  # a lost partition: the one-line error
+                results = None  # else the tasks below run it (or raise the real error)
+            if results is not None and not any(
+                    isinstance(r, str) and r == _MISSING for r in results.values()):
                 return _added(results.values())
-            self._placement = None  # ask the scheduler again; this pass by tasks
+            self._placement = None
+        placement = self.placement()
         futures = [self.client.submit(function, *args, positions,
                                       [self.partitions[p] for p in positions], **kwargs,
                                       pure=False, workers=None if worker is None else [worker],
                                       allow_other_workers=True)
-                   for worker, positions in self.placement().items()]
-        return _added(self._results(futures))
+                   for worker, positions in placement.items()]
+        out = _added(self._results(futures))
+        if None in placement:
+            self._placement = None  # ask again at the next pass
+        return out
 
     def forget(self, function, *args):
         """Run ``function(*args)`` on every worker (dropping a state kept there)."""
         with contextlib.suppress(Exception):
             self.client.run(function, *args)
 
-    def features_fit(self, n_features: int) -> bool:
-        """Whether every worker can keep the features of its rows between passes
-        (:func:`~kernelcv.random_features.resident.feature_cache_fits`); a note says so
-        when it cannot."""
-        sizes = self._partition_rows()
-        workers = self.client.scheduler_info()["workers"]
-        rows, data = {}, {}
-        for worker, positions in self.placement().items():
-            rows[worker] = sum(sizes[p] for p in positions)
-            data[worker] = rows[worker] * (self.row_bytes + 24)
-        limits = {w: int(info.get("memory_limit") or 0) for w, info in workers.items()}
-        fits = feature_cache_fits(rows, data, limits, n_features, self.n_folds)
-        if not fits:
-            note = (f"the Dask workers' memory limits leave no room for the {n_features} "
-                    "features of their rows, so the squared hinge's passes recompute them "
-                    "each time (slower): give the workers more memory, or use "
-                    "feature_loss 'square'")
-            if note not in self.notes:
-                self.notes.append(note)
-        return fits
-
     def newton_passes(self, fmap, gamma, projection, chunk_rows):
         """The squared hinge's Newton passes with their state on the workers
-        (:class:`~kernelcv.random_features.resident.ResidentPasses`)."""
-        return ResidentPasses(self, fmap, gamma, projection, chunk_rows)
+        (:class:`~kernelcv.random_features.resident.ResidentPasses`), its features kept
+        when they fit (:func:`~kernelcv.random_features.resident.state_fits`); the
+        stateless passes when not even the rest fits. A note says which."""
+        keep_state, keep_features = self._state_fits(fmap.n_features)
+        if not keep_state:
+            self._note("the Dask workers' memory limits leave no room for the squared "
+                       "hinge's state (about 76 bytes per row and fold), so every pass "
+                       "recomputes the features and the whole Hessians (much slower): give "
+                       "the workers more memory, or use feature_loss 'square'")
+            return ChunkPasses(self, fmap, gamma, projection, chunk_rows)
+        if not keep_features:
+            self._note(f"the Dask workers' memory limits leave no room for the "
+                       f"{fmap.n_features} features of their rows, so the squared hinge's "
+                       "passes recompute them each time (slower): give the workers more "
+                       "memory, or use feature_loss 'square'")
+        return ResidentPasses(self, fmap, gamma, projection, chunk_rows, keep_features)
+
+    def _note(self, text):
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def _state_fits(self, n_features: int) -> tuple[bool, bool]:
+        sizes = self._partition_rows()
+        workers = self.client.scheduler_info()["workers"]
+        rows = {worker: sum(sizes[p] for p in positions)
+                for worker, positions in self.placement().items()}
+        data = {worker: count * (self.row_bytes + 24) for worker, count in rows.items()}
+        limits = {w: int(info.get("memory_limit") or 0) for w, info in workers.items()}
+        limits[None] = 0
+        return state_fits(rows, data, limits, n_features, self.n_folds, max(sizes))
 
     def _partition_rows(self) -> list[int]:
         """Rows of each partition (partitions hold consecutive rows)."""

@@ -11,9 +11,10 @@ LocalCluster 100,000 x 20 rows took 10x the in-memory search (issue 42).
 Here each worker keeps, between the passes of one (gamma, D) path and for the
 partitions it holds, a :class:`WorkerState`:
 
-* the features Z of its rows, when they fit the cache budget (:func:`feature_cache_fits`:
-  half the worker's memory limit less the partitions it holds); else they are
-  recomputed chunk by chunk when a pass needs them;
+* the features Z of its rows, when they fit the budget (:func:`state_fits`: half the
+  worker's memory limit, with the partitions it holds); else they are recomputed chunk
+  by chunk when a pass needs them (and when not even the rest of the state fits, the
+  passes are the stateless ones);
 * every model's values F and active set A on its rows, and the sum over those rows of
   every model's active Hessian (the worker's share of it);
 * the line search's ``a = y F`` and ``b = y (Z dw + dc)`` of the current step.
@@ -47,8 +48,14 @@ CACHE_SHARE = 0.5
 UPDATE_SHARE = 0.25
 #: ... and at most this many times in a row (rounding accumulates), as in memory.
 MAX_UPDATES = 50
-#: The states of this process (a worker): path token -> :class:`WorkerState`.
+#: The states of this process: (path token, the partitions of the pass) ->
+#: :class:`WorkerState`, so that workers sharing a process (``processes=False``) never
+#: share a state, and a worker whose partitions changed starts a new one.
 _STATES: dict = {}
+
+
+def _state(token, indices) -> WorkerState:
+    return _STATES.setdefault((token, tuple(indices)), WorkerState())
 
 
 @dataclass
@@ -142,7 +149,7 @@ def worker_newton(token, setup, indices, parts, coef, intercept, models, pass_id
     ``(grad_parts (t, D + 1), hessian (t, D + 1, D + 1))`` as
     :func:`~kernelcv.random_features.newton.chunk_newton_sums` sums them, zero for the
     models not in ``models``."""
-    state = _STATES.setdefault(token, WorkerState())
+    state = _state(token, indices)
     t, D = coef.shape
     grad = np.zeros((t, D + 1))
     blocks = []
@@ -242,11 +249,11 @@ WINDOW = 512
 
 
 def _window(points, slack, b, s, size):
-    """The ``size`` rows whose breakpoints ``points`` lie nearest to s on each side:
-    ``(their u and b (k x 2), low, high)``, no other breakpoint in (low, high)."""
-    right = points >= s
-    low, high, picked = -np.inf, np.inf, []
-    for side, sign in ((right, 1.0), (~right, -1.0)):
+    """The ``size`` rows whose breakpoints ``points`` lie nearest to s on each side, and
+    every row whose breakpoint is s: ``(their u and b (k x 2), low, high)``, no other
+    breakpoint in [low, high] but at its ends, and low < s < high."""
+    low, high, picked = -np.inf, np.inf, [np.flatnonzero(points == s)]  # ties: always
+    for side, sign in ((points > s, 1.0), (points < s, -1.0)):
         rows = np.flatnonzero(side)
         if rows.size > size:
             rows = rows[np.argpartition(sign * points[rows], size - 1)[:size]]
@@ -288,7 +295,7 @@ def worker_line(token, setup, indices, parts, coef, intercept, step_coef, step_i
                 sizes, models, pass_id):
     """One worker's :class:`LineSums` over its partitions at the step sizes ``sizes``
     (zero, with empty windows, for the models not in ``models``)."""
-    state = _STATES.setdefault(token, WorkerState())
+    state = _state(token, indices)
     t = coef.shape[0]
     out = LineSums(np.zeros(t), np.zeros(t), [np.empty((0, 2))] * t,
                    np.full(t, -np.inf), np.full(t, np.inf))
@@ -361,7 +368,7 @@ def windowed_step_sizes(passes, coef, step_coef, lam, m, models, iterations):
 def worker_errors(token, setup, indices, parts, coef, intercept, classifier):
     """One worker's (t, k) sums of held-out errors: each row's value under its own
     fold's models (``coef`` t x D x k, ``intercept`` t x k) from the kept features."""
-    state = _STATES.setdefault(token, WorkerState())
+    state = _state(token, indices)
     t = coef.shape[0]
     out = np.zeros((t, coef.shape[2]))
     for index, (X, y, fold_ids, _) in zip(indices, parts, strict=True):
@@ -374,29 +381,35 @@ def worker_errors(token, setup, indices, parts, coef, intercept, classifier):
 
 
 def drop_state(token) -> None:
-    """Forget a path's state in this process (run on every worker)."""
-    _STATES.pop(token, None)
+    """Forget a path's states in this process (run on every worker)."""
+    for key in [key for key in list(_STATES) if key[0] == token]:
+        _STATES.pop(key, None)
 
 
-def state_bytes(rows: int, n_features: int, n_models: int, keep_features: bool) -> int:
-    """Bytes a worker's state holds for ``rows`` rows: Z (when kept), seven float and
-    four boolean ``t x rows`` arrays (values, work, u, b, b u, b^2, breakpoints; sets)
-    and the Hessians."""
+def state_bytes(rows: int, n_features: int, n_models: int, keep_features: bool,
+                partition_rows: int = 0) -> int:
+    """Bytes a worker's state holds for ``rows`` rows (``partition_rows`` in its largest
+    partition): nine float and four boolean ``t x rows`` arrays (values, work, u, b, b u,
+    b^2, the breakpoints' three; the sets), two copies of the t Hessians and, when the
+    features are kept, Z plus two partitions' worth of Z while it is formed and masked."""
     D, t = n_features, n_models
-    own = rows * t * (7 * 8 + 4) + t * (D + 1) ** 2 * 8
-    return int(own + (rows * D * 8 if keep_features else 0))
+    own = rows * t * (9 * 8 + 4) + 2 * t * (D + 1) ** 2 * 8
+    return int(own + ((rows + 2 * partition_rows) * D * 8 if keep_features else 0))
 
 
-def feature_cache_fits(worker_rows, worker_data_bytes, worker_limits, n_features,
-                       n_models) -> bool:
-    """Whether every worker can keep its rows' features: its partitions and its state
-    within :data:`CACHE_SHARE` of its memory limit (a limit of 0: no limit)."""
-    for worker, rows in worker_rows.items():
-        limit = worker_limits.get(worker) or 0
-        if limit and worker_data_bytes.get(worker, 0) + state_bytes(
-                rows, n_features, n_models, True) > CACHE_SHARE * limit:
-            return False
-    return True
+def state_fits(worker_rows, worker_data_bytes, worker_limits, n_features, n_models,
+               partition_rows=0) -> tuple[bool, bool]:
+    """``(keep_state, keep_features)``: whether every worker's partitions and state fit
+    within :data:`CACHE_SHARE` of its memory limit (a limit of 0: no limit), without and
+    with the features."""
+    fits = []
+    for keep in (False, True):
+        fits.append(all(
+            not worker_limits.get(worker) or worker_data_bytes.get(worker, 0) + state_bytes(
+                rows, n_features, n_models, keep, partition_rows)
+            <= CACHE_SHARE * worker_limits[worker]
+            for worker, rows in worker_rows.items()))
+    return fits[0], fits[0] and fits[1]
 
 
 class ResidentPasses:
@@ -404,10 +417,9 @@ class ResidentPasses:
     (module docstring); the interface of :class:`~kernelcv.random_features.newton.
     ChunkPasses`."""
 
-    def __init__(self, rows, fmap, gamma, projection, chunk_rows):
+    def __init__(self, rows, fmap, gamma, projection, chunk_rows, keep=True):
         self.rows = rows
         self.token = uuid.uuid4().hex
-        keep = rows.features_fit(fmap.n_features)
         self.setup = Setup(fmap, float(gamma), projection, int(chunk_rows), keep)
         self.pass_id = 0
 
