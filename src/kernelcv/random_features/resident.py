@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .linear_cv import _augmented_gram
 from .sums import fold_errors, held_out_values
 
 #: Share of a worker's memory limit that its partitions and cached features may use.
@@ -134,16 +135,6 @@ class WorkerState:
         return block
 
 
-def augmented_gram(Z) -> np.ndarray:
-    """``[Z 1]^T [Z 1]`` ((D + 1) x (D + 1)), O(c D^2)."""
-    D = Z.shape[1]
-    S = np.empty((D + 1, D + 1))
-    S[:D, :D] = Z.T @ Z
-    S[:D, D] = S[D, :D] = Z.sum(axis=0)
-    S[D, D] = Z.shape[0]
-    return S
-
-
 def worker_newton(token, setup, indices, parts, coef, intercept, models, pass_id):
     """One worker's Newton sums over its partitions ``parts`` (their global ``indices``):
     ``(grad_parts (t, D + 1), hessian (t, D + 1, D + 1))`` as
@@ -199,9 +190,9 @@ def _update_hessians(state, setup, members, blocks, models, t, D):
                     new, old = block.new_active[i], block.active[i]
                     entered, left = new & ~old, old & ~new
                     if entered.any():
-                        state.gram[i] += augmented_gram(block.rows(setup, X, entered))
+                        state.gram[i] += _augmented_gram(block.rows(setup, X, entered))
                     if left.any():
-                        state.gram[i] -= augmented_gram(block.rows(setup, X, left))
+                        state.gram[i] -= _augmented_gram(block.rows(setup, X, left))
                 state.updates[i] += 1 if changed else 0
                 continue
         whole.append(i)
@@ -210,7 +201,7 @@ def _update_hessians(state, setup, members, blocks, models, t, D):
         for block, X in blocks:
             for start, stop, Z in block.chunks(setup, X):
                 for i in whole:
-                    state.gram[i] += augmented_gram(Z[block.new_active[i, start:stop]])
+                    state.gram[i] += _augmented_gram(Z[block.new_active[i, start:stop]])
         state.valid[whole] = True
         state.updates[whole] = 0
     for block, _ in blocks:
