@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo architecture bench bench-large bench-torchkm bench-spectral bench-select bench-floor bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
+.PHONY: test test-slow demo architecture bench bench-large bench-torchkm bench-dask bench-spectral bench-select bench-floor bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -79,6 +79,12 @@ bench-torchkm: $(STAMP)
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) benchmarks/bench_torchkm.py \
 		--torchkm-python $(TORCHKM_PYTHON) --sizes 1000,10 2000,10 2000,1000 5000,10 \
 		--methods default spectral rff --grid-methods default:auto rff
+
+# Issue 42: rff by rows on a LocalCluster of 1, 2, 4 workers against memory (about an hour;
+# the data files go to /tmp/kernelcv-dask).
+bench-dask: $(STAMP)
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) benchmarks/bench_dask_rows.py \
+		--sizes 500000,2000000 --workers 2,1,4
 
 # The spectral engine (one eigh per kernel) vs bif, exact, GridSearchCV and Halving (SVC).
 bench-spectral: $(STAMP)
