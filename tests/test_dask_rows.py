@@ -17,6 +17,7 @@ from kernelcv import Execution, FeatureSpace, make_machine
 from kernelcv.cli import main
 from kernelcv.exceptions import KernelCVError
 from kernelcv.random_features import dask_rows, resident
+from kernelcv.random_features.final import fit_final
 from kernelcv.reading.textchunks import open_svmlight_files
 from kernelcv.selection import backends
 from kernelcv.selection.search import grid_search
@@ -174,6 +175,33 @@ def test_the_memory_limit_decides_what_the_workers_keep(client, data):
         with dask_rows.dask_rows(client, X[:n], y_pm[:n],
                                  make_folds(y_pm[:n], 5, True, 0)) as rows:
             assert [rows._state_fits(4), rows._state_fits(64)] == want
+
+
+def test_final_model_of_streamed_rows_runs_its_passes_on_the_workers(client, data,
+                                                                    tmp_path, monkeypatch):
+    """--stream --scheduler --final linear: the squared hinge's final model scatters the
+    rows once and runs its Newton passes on the workers, instead of reading the file
+    again at every pass here; the same model as the streamed fit in this process."""
+    X, y = data
+    dump_svmlight_file(X[:4000], y[:4000], str(tmp_path / "f.svm"))
+    source = open_svmlight_files(tmp_path / "f.svm", block_bytes=2**16)[0]
+    options = {"method": FeatureSpace(features=24, feature_loss="squared_hinge"),
+               "gammas": [0.02], "Cs": [4.0], "folds": 3}
+    cluster = Execution(scheduler=client)
+    result = grid_search(source, None, "l2svm", **options, execution=cluster)
+    labels = source.labels()
+    reads = []
+    original = type(source).chunks
+    monkeypatch.setattr(type(source), "chunks",
+                        lambda self, *a, **k: (reads.append(1), original(self, *a, **k))[1])
+    here, _, _ = fit_final(source, labels, result, "linear")
+    here_reads, reads[:] = len(reads), []
+    there, _, _ = fit_final(source, labels, result, "linear", execution=cluster)
+    assert len(reads) <= 2 < here_reads  # the scatter (and the landmarks), not every pass
+    np.testing.assert_allclose(there.w, here.w, rtol=1e-7, atol=1e-9)
+    assert there.c == pytest.approx(here.c, rel=1e-7, abs=1e-9)
+    majority = max(np.mean(y[4000:6000] == 1), np.mean(y[4000:6000] == -1))
+    assert np.mean(there.predict(X[4000:6000]) == y[4000:6000]) > majority + 0.05
 
 
 def test_a_pass_on_moved_partitions_runs_as_tasks(client, data):

@@ -26,6 +26,7 @@ from ..machines.multiclass import MulticlassFeatureModel
 from ..memory import check_dense_budget
 from ..reading.rowchunks import ArraySource, chunk_rows_for, is_row_source
 from ..validation import check_data
+from .dask_rows import dask_rows
 from .linear_cv import fit_linear
 from .multiclass import (
     chunk_class_sums,
@@ -149,7 +150,7 @@ def final_feature_count(result, n: int, final_features=None) -> int:
 
 
 def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimator=None,
-              kernel_limit=None, final_features=None, rows=None):
+              kernel_limit=None, final_features=None, rows=None, execution=None):
     """The final model of a feature-space search at the chosen (gamma, lam).
 
     ``final="kernel"``: the exact kernel machine -- scikit-learn's ``SVC(C = 1/(2 n lam),
@@ -165,7 +166,11 @@ def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimat
 
     ``best`` (default ``result.best``): the chosen ``gamma`` and ``lam``. ``rows``: the
     training rows as a :class:`~kernelcv.random_features.rowmap.LocalRows` (out of core; X may
-    then be None and only the feature-space model is possible).
+    then be None and only the feature-space model is possible). ``execution``: with a
+    Dask scheduler (or backend "dask"), a squared-hinge model of rows read in chunks runs
+    its Newton passes on the cluster's workers (the rows read once more and scattered, as
+    the search did; :mod:`kernelcv.random_features.resident`) instead of reading the rows
+    again at every pass here.
 
     Returns
     -------
@@ -209,7 +214,8 @@ def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimat
                 f"{final_feature_count(result, n, final_features)} features")
     if kind == "linear":
         model = _fit_in_feature_space(X, y, result, gamma, lam,
-                                      final_feature_count(result, n, final_features), rows)
+                                      final_feature_count(result, n, final_features), rows,
+                                      _on_cluster(execution))
         return model, "linear", notes
     if svc:
         from sklearn.svm import SVC
@@ -232,11 +238,22 @@ def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimat
     return model.fit(X, y), "kernel", notes
 
 
-def _fit_in_feature_space(X, y, result, gamma, lam, n_features, rows=None):
+def _on_cluster(execution):
+    """``(True, scheduler)`` when ``execution`` names a Dask cluster, else ``(False, None)``."""
+    if execution is None:
+        return False, None
+    return (execution.scheduler is not None or execution.backend == "dask",
+            execution.scheduler)
+
+
+def _fit_in_feature_space(X, y, result, gamma, lam, n_features, rows=None,
+                          cluster=(False, None)):
     """The search's linear machine on all rows with ``n_features`` features.
 
     The square loss sums over row chunks (``rows``, or X's rows), O(n D^2 + D^3) time and
-    O(chunk D + D^2) memory; the hinge losses fit on the n x D features in memory.
+    O(chunk D + D^2) memory; the squared hinge of rows read in chunks by Newton passes
+    over them (on the Dask workers when ``cluster`` is ``(True, scheduler)``); the hinge
+    losses fit on the n x D features in memory.
     """
     space = result.criterion
     if space.is_multiclass:
@@ -250,8 +267,13 @@ def _fit_in_feature_space(X, y, result, gamma, lam, n_features, rows=None):
                                projections=[projection], n_folds=rows.n_folds)[0]
         w, c = square_full_model(sums, lam, space.feature_intercept)
     elif is_row_source(X) and space.feature_loss == "squared_hinge":
-        models, _ = squared_hinge_sums_path(rows, fmap, gamma, [lam], chunk,
-                                            space.feature_intercept)
+        if cluster[0]:  # model 0 leaves out the empty fold 0: it has every row
+            with dask_rows(cluster[1], X, y_pm, rows.fold_ids) as scattered:
+                models, _ = squared_hinge_sums_path(scattered, fmap, gamma, [lam], chunk,
+                                                    space.feature_intercept)
+        else:
+            models, _ = squared_hinge_sums_path(rows, fmap, gamma, [lam], chunk,
+                                                space.feature_intercept)
         w, c = models.coef[0, :, 0], float(models.intercept[0, 0])
     else:
         w, c = fit_linear(fmap.transform(X, gamma), y_pm, lam, space.feature_loss,

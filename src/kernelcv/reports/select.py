@@ -223,7 +223,8 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
         final_tic = time.perf_counter()
         final_model, kind, notes = fit_final(X, y, result, final, memory_budget,
                                              kernel_limit=cv_method.final_kernel_limit,
-                                             final_features=cv_method.final_features)
+                                             final_features=cv_method.final_features,
+                                             execution=execution)
         report["timings"]["final_seconds"] = time.perf_counter() - final_tic
         report["final_model"] = kind
         if kind == "linear":
