@@ -16,7 +16,9 @@ scattering the partitions, the passes of the search on the workers (Newton, line
 sums) and the final model, from timers around those functions in the child.
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_dask_rows.py
-[--sizes 500000,2000000] [--workers 1,2,4] [--tmp /tmp/kernelcv-dask]``.
+[--sizes 500000,2000000] [--workers 1,2,4] [--tmp /tmp/kernelcv-dask]``; ``--stream``
+adds ``--stream`` to the command (with ``--no-memory``: the cluster runs only, since the
+squared hinge read from the file in this process rereads it at every pass).
 The load average is printed with each row: timings on a shared machine vary.
 """
 
@@ -95,7 +97,7 @@ def one(args):
     out = Path(args.tmp) / f"out_{args.how}_{os.getpid()}"
     out.mkdir(parents=True, exist_ok=True)
     argv = ["select", args.path, *COMMAND, "--out", str(out),
-            "--save-model", str(out / "model.joblib")]
+            "--save-model", str(out / "model.joblib")] + (["--stream"] if args.stream else [])
     cluster = client = None
     if args.how != "memory":
         import dask
@@ -125,7 +127,8 @@ def one(args):
 
 def run_child(path, how, args) -> dict:
     argv = [sys.executable, __file__, "one", "--path", str(path), "--how", how,
-            "--tmp", args.tmp, "--worker-memory", args.worker_memory]
+            "--tmp", args.tmp, "--worker-memory", args.worker_memory] + \
+        (["--stream"] if args.stream else [])
     done = subprocess.run(argv, capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"{how} failed:\n{done.stderr[-3000:]}")
@@ -141,6 +144,11 @@ def main():
     parser.add_argument("--worker-memory", default="auto",
                         help="memory limit of each worker (Dask's 'auto': the machine's "
                              "memory shared out)")
+    parser.add_argument("--stream", action="store_true",
+                        help="add --stream (the client reads the file in blocks)")
+    parser.add_argument("--no-memory", action="store_true",
+                        help="skip the run without a cluster (the first run is then the "
+                             "reference of the CV-error differences)")
     parser.add_argument("--path")
     parser.add_argument("--how")
     args = parser.parse_args()
@@ -154,7 +162,8 @@ def main():
     for n in (int(s) for s in args.sizes.split(",")):
         path = write_data(n, folder)
         reference = None
-        for how in ["memory", *args.workers.split(",")]:
+        runs = ([] if args.no_memory else ["memory"]) + args.workers.split(",")
+        for how in runs:
             data = run_child(path, how, args)
             if reference is None:
                 reference = data
