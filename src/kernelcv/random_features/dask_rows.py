@@ -18,6 +18,12 @@ The sums are the same as :class:`LocalRows`'s up to the order of floating-point
 additions (tested to 1e-8). Worker memory: its partitions (spilled to disk by Dask when
 over ``memory_limit``) plus one chunk and the sums.
 
+``on_workers(function, ...)`` is the cheaper pass of the squared hinge's Newton method
+(``newton_passes``, :mod:`kernelcv.random_features.resident`): one ``Client.run`` per
+worker on the partitions it holds, the workers' results added here, with state kept on
+the workers between passes (within half of each worker's memory limit, else stateless
+map-reduce passes and a note in :attr:`DaskRows.notes`).
+
 A scheduler that cannot be reached within
 :data:`~kernelcv.selection.backends.DASK_CONNECT_TIMEOUT` seconds, and a worker lost
 during the search (its scattered partitions cannot be recomputed), are one-line
