@@ -204,6 +204,26 @@ def test_final_model_of_streamed_rows_runs_its_passes_on_the_workers(client, dat
     assert np.mean(there.predict(X[4000:6000]) == y[4000:6000]) > majority + 0.05
 
 
+def test_final_model_of_rows_in_memory_runs_on_the_workers(client, data, monkeypatch):
+    """A cluster named, the squared hinge's final feature-space model of rows in memory
+    runs its Newton passes on the workers: the model of the in-memory fit."""
+    X, y = data[0][:20_000], data[1][:20_000]
+    options = {"method": FeatureSpace(features=32, refine=False), "gammas": [0.02],
+               "Cs": [4.0], "folds": 3}
+    cluster = Execution(scheduler=client)
+    result = grid_search(X, y, "svm", **options, execution=cluster)
+    here, _, _ = fit_final(X, y, result, "linear")
+    passes = []
+    original = dask_rows.DaskRows.on_workers
+    monkeypatch.setattr(dask_rows.DaskRows, "on_workers",
+                        lambda self, *a, **k: (passes.append(1), original(self, *a, **k))[1])
+    there, _, _ = fit_final(X, y, result, "linear", execution=cluster)
+    assert len(passes) >= 2  # Newton and line-search passes on the workers
+    np.testing.assert_allclose(there.w, here.w, rtol=1e-6, atol=1e-8)
+    assert there.c == pytest.approx(here.c, rel=1e-6, abs=1e-8)
+    assert not any(client.run(lambda: len(resident._STATES)).values())
+
+
 def test_a_pass_on_moved_partitions_runs_as_tasks(client, data):
     X, y = data
     _, y_pm, _ = check_data(X, y, True)

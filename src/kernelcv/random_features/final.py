@@ -167,10 +167,10 @@ def fit_final(X, y, result, final="auto", memory_budget=None, best=None, estimat
     ``best`` (default ``result.best``): the chosen ``gamma`` and ``lam``. ``rows``: the
     training rows as a :class:`~kernelcv.random_features.rowmap.LocalRows` (out of core; X may
     then be None and only the feature-space model is possible). ``execution``: with a
-    Dask scheduler (or backend "dask"), a squared-hinge model of rows read in chunks runs
-    its Newton passes on the cluster's workers (the rows read once more and scattered, as
-    the search did; :mod:`kernelcv.random_features.resident`) instead of reading the rows
-    again at every pass here.
+    Dask scheduler (or backend "dask"), a squared-hinge feature-space model runs its
+    Newton passes on the cluster's workers (the rows scattered again, as the search did;
+    :mod:`kernelcv.random_features.resident`): rows read in chunks are not read again at
+    every pass here, and rows in memory are not fitted by this process alone.
 
     Returns
     -------
@@ -252,8 +252,9 @@ def _fit_in_feature_space(X, y, result, gamma, lam, n_features, rows=None,
 
     The square loss sums over row chunks (``rows``, or X's rows), O(n D^2 + D^3) time and
     O(chunk D + D^2) memory; the squared hinge of rows read in chunks by Newton passes
-    over them (on the Dask workers when ``cluster`` is ``(True, scheduler)``); the hinge
-    losses fit on the n x D features in memory.
+    over them; with ``cluster`` ``(True, scheduler)`` the squared hinge's Newton passes
+    run on the Dask workers, the rows (read in chunks or in memory) scattered to them;
+    otherwise the losses fit on the n x D features in memory.
     """
     space = result.criterion
     if space.is_multiclass:
@@ -266,11 +267,12 @@ def _fit_in_feature_space(X, y, result, gamma, lam, n_features, rows=None,
         sums = rows.map_reduce(chunk_square_sums, chunk, fmap=fmap, gammas=[gamma],
                                projections=[projection], n_folds=rows.n_folds)[0]
         w, c = square_full_model(sums, lam, space.feature_intercept)
-    elif is_row_source(X) and space.feature_loss == "squared_hinge":
+    elif space.feature_loss == "squared_hinge" and (is_row_source(X) or cluster[0]):
         if cluster[0]:  # model 0 leaves out the empty fold 0: it has every row
+            tol = 1e-6 if is_row_source(X) else 1e-8  # rows in memory: fit_linear's
             with dask_rows(cluster[1], X, y_pm, rows.fold_ids) as scattered:
                 models, _ = squared_hinge_sums_path(scattered, fmap, gamma, [lam], chunk,
-                                                    space.feature_intercept)
+                                                    space.feature_intercept, tol=tol)
         else:
             models, _ = squared_hinge_sums_path(rows, fmap, gamma, [lam], chunk,
                                                 space.feature_intercept)
