@@ -118,14 +118,14 @@ class BlockState:
 
 
 class WorkerState:
-    """A worker's state for one path: its partitions' :class:`BlockState` s and its share
-    of every model's active Hessian, valid for the partitions ``members``."""
+    """A worker's state for one path and one set of partitions (the key of
+    :data:`_STATES`): their :class:`BlockState` s and the worker's share of every model's
+    active Hessian."""
 
     def __init__(self):
         self.blocks = {}
-        self.members = None
         self.gram = None  # (t, D + 1, D + 1)
-        self.valid = None  # (t,) whether gram[i] is that of the blocks' active[:, i]
+        self.valid = None  # (t,) whether gram[i] is that of the blocks' active[i]
         self.updates = None  # (t,) updates since gram[i] was last formed whole
 
     def block(self, index, y, fold_ids, n_models) -> BlockState:
@@ -161,21 +161,19 @@ def worker_newton(token, setup, indices, parts, coef, intercept, models, pass_id
         grad[:, D] += W.sum(axis=1)
         block.values_pass = pass_id
         blocks.append((block, X))
-    hessian = _update_hessians(state, setup, tuple(indices), blocks,
-                               np.asarray(models, dtype=int), t, D)
+    hessian = _update_hessians(state, setup, blocks, np.asarray(models, dtype=int), t, D)
     others = np.setdiff1d(np.arange(t), models)
     grad[others] = 0.0
     hessian[others] = 0.0
     return grad, hessian
 
 
-def _update_hessians(state, setup, members, blocks, models, t, D):
+def _update_hessians(state, setup, blocks, models, t, D):
     """The worker's share of each model's active Hessian at the new active sets
     (``block.new_active``): updated by the rows that changed, or formed whole (module
     docstring)."""
-    if state.members != members or state.gram is None or state.gram.shape[0] != t or \
+    if state.gram is None or state.gram.shape[0] != t or \
             any(block.active is None for block, _ in blocks):
-        state.members = members
         state.gram = np.zeros((t, D + 1, D + 1))
         state.valid = np.zeros(t, dtype=bool)
         state.updates = np.zeros(t, dtype=int)
