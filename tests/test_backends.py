@@ -251,17 +251,20 @@ def test_dask_runs_tasks_on_both_workers(client, clean_scheduler):
 
 
 def test_dask_ships_shared_arguments_once_per_worker(client, clean_scheduler, tmp_path):
-    # Count how often X is unpickled, and where: with one copy per task it would be
-    # unpickled len(TASKS) = 6 times; scattered once it is unpickled at most once in each
-    # of the 2 worker processes.
+    # Count how often X is unpickled, and where. With one copy per task it would be
+    # unpickled once per task (24 times); scattered once and broadcast, it is unpickled
+    # about once in each of the 2 worker processes. Dask itself may deserialize a replica
+    # twice in one worker when its replication races a dependency fetch (seen once in CI:
+    # 3 loads, 2 in one worker), so the bound allows two per worker: still far below 24.
+    tasks = [{"gamma": 0.25 * (i + 1), "shift": float(i % 2)} for i in range(24)]
     loads = tmp_path / "loads.log"
     shared = {"X": RecordLoads(loads, X), "y": Y}
-    results = run_tasks(evaluate_recorded, TASKS, shared=shared, scheduler=client)
-    assert collect(results) == EXPECTED
+    results = run_tasks(evaluate_recorded, tasks, shared=shared, scheduler=client)
+    assert collect(results) == {i: evaluate(X, Y, **task) for i, task in enumerate(tasks)}
     pids = read_log(loads)
     worker_pids = {str(pid) for pid in client.run(os.getpid).values()}
-    assert 1 <= len(pids) <= 2
-    assert len(set(pids)) == len(pids)
+    assert 1 <= len(pids) <= 2 * len(worker_pids)
+    assert all(pids.count(pid) <= 2 for pid in pids)
     assert set(pids) <= worker_pids
 
 
