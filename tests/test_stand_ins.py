@@ -98,7 +98,7 @@ def test_svr_and_kernel_ridge_stand_ins_solve_scikit_learns_problems():
 
 
 @pytest.mark.parametrize("estimator, words", [
-    (SVC(class_weight="balanced"), "class_weight"),
+    (SVC(class_weight={0: -1.0}), "class_weight"),
     (SVC(kernel="sigmoid"), "sigmoid"),
     (KernelRidge(kernel_params={"gamma": 1.0}), "kernel_params"),
     (LinearSVC(), "LinearSVC"),

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import replace
 
 import numpy as np
 
@@ -76,8 +75,7 @@ def _prepare(X, y, spec, criterion, kernel, gamma, degree, coef0, folds, random_
     criterion.bind(spec, kernel)
     X, y, mapping = check_data(X, y, spec.is_classifier, multiclass=True)
     kern = make_kernel(kernel, resolve_gamma(gamma, X), degree, coef0)
-    if spec.is_classifier and len(mapping) > 2:
-        spec = replace(spec, n_classes=len(mapping))
+    spec = spec.for_labels(mapping, y)
     fold_ids = make_folds(y, folds, spec.is_classifier, random_state)
     n = y.shape[0]
     check_dense_budget(n, n, criterion.dense_matrices,

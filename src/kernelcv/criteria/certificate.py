@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..machines.class_weights import weight_bound
 from .truncation import TOLERANCE
 
 __all__ = ["UNCERTIFIED", "certified_error", "fixed_classes", "fold_out_enclosure",
@@ -200,9 +201,10 @@ def fold_out_enclosure(K, y, fold_ids, lam, loss, fit_intercept, coef, intercept
 def derivative_lipschitz(loss) -> float:
     """A Lipschitz constant of ``L'`` in the prediction: the loss's largest curvature (2
     for the square and squared hinge losses, ``1 / w`` covers the Huber losses, whose two
-    bands of curvature ``1 / (2 w)`` may overlap for the SVR at ``eps < w``)."""
+    bands of curvature ``1 / (2 w)`` may overlap for the SVR at ``eps < w``), times the
+    largest class weight."""
     width = getattr(loss, "width", None)
-    return 2.0 if width is None else 1.0 / float(width)
+    return (2.0 if width is None else 1.0 / float(width)) * weight_bound(loss)
 
 
 def _intercept_interval(loss, Y, F, retained, start):

@@ -198,7 +198,9 @@ class MulticlassCV:
         stacked_order = None if method == Criterion.EXACT else "inf"
         stackable = method == Criterion.EXACT or (method == Criterion.BIF
                                                   and options.get("order") == "inf")
+        # class-weighted pairs each have their own loss: evaluated one by one
         if (self.stack_pairs and self.strategy == "ovo" and stackable
+                and machine.class_weights is None
                 and worth_stacking([part["rows"].size for part in self._parts])
                 and (warm is None or all(fit is not None for fit in warm))):
             if self._stacked is None:
@@ -231,9 +233,9 @@ class MulticlassCV:
             start = None if warm is None else warm[p]
             if stacked_fits is not None and stacked_fits[p] is not None:
                 start = stacked_fits[p]  # the stack's converged fit: one Newton iteration
-            ev = evaluate_lam(self._pair_block(part), part["y"], part["folds"], lam, machine,
-                              method, closed=part.get("closed"), warm=start, extra=extra,
-                              **options)
+            ev = evaluate_lam(self._pair_block(part), part["y"], part["folds"], lam,
+                              machine.problem_machine(problem), method,
+                              closed=part.get("closed"), warm=start, extra=extra, **options)
             rows = slice(None) if part["rows"] is None else part["rows"]
             decisions[rows, p] = ev.predictions
             if extra is not None:

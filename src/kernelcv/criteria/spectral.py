@@ -52,6 +52,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..exceptions import KernelCVError
+from ..machines.class_weights import weight_bound
 from ..machines.losses import SquareLoss
 from ..machines.multiclass import predict_codes
 from ..machines.solver import central_intercept, fit_kernel_machine
@@ -68,16 +69,17 @@ MAX_STEPS = 3000
 
 
 def max_curvature(loss) -> float:
-    """The bound M on ``loss''`` of a machine's loss (the MM majorizer's curvature)."""
+    """The bound M on ``loss''`` of a machine's loss (the MM majorizer's curvature),
+    times its largest class weight."""
     width = getattr(loss, "width", None)
     if width is None:
-        return 2.0  # square, squared hinge
+        return 2.0 * weight_bound(loss)  # square, squared hinge
     # The Huber eps-insensitive loss has two bands; for eps < width they overlap and
     # the second derivatives add up.
     overlap = getattr(loss, "epsilon", None)
     if overlap is not None and overlap < width:
         return 1.0 / width
-    return 1.0 / (2.0 * width)
+    return weight_bound(loss) / (2.0 * width)
 
 
 @dataclass
@@ -328,8 +330,8 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
     """Exact CV of ``machine`` for every lam of one Gram matrix: one
     :class:`~kernelcv.criteria.evaluate.Evaluation` per lam, in the order of ``lams``.
 
-    krr and lssvm (the square loss) take the direct formulas of the same
-    eigendecomposition instead (:class:`~kernelcv.criteria.closed_form.ClosedFormCV`, the
+    krr and lssvm (the square loss, without class weights) take the direct formulas of
+    the same eigendecomposition instead (:class:`~kernelcv.criteria.closed_form.ClosedFormCV`, the
     ``closed-form`` method's numbers). The Huber machines (svm, svr) with
     ``huber="newton"`` (default) are refitted exactly by the Newton solver, lam from the
     largest down with warm starts (:func:`~kernelcv.criteria.evaluate.evaluate_lam`'s
@@ -346,11 +348,15 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
     """
     tic = time.perf_counter()
     lams = np.asarray(lams, dtype=np.float64)
-    if isinstance(machine.loss, SquareLoss):
+    weighted = machine.class_weights is not None
+    if isinstance(machine.loss, SquareLoss) and not weighted:
         return _closed_form_evaluations(K, y, fold_ids, lams, machine)
     if huber not in ("newton", "mm"):
         raise KernelCVError(f"huber must be 'newton' or 'mm', got {huber!r}")
-    if getattr(machine.loss, "width", None) is not None and huber == "newton":
+    if ((getattr(machine.loss, "width", None) is not None and huber == "newton")
+            or (weighted and machine.is_multiclass)):
+        # class-weighted binary machines of a multiclass scheme each have their own
+        # weights: refitted one by one (the MM engine shares one loss per solve)
         return _newton_evaluations(K, y, fold_ids, lams, machine)
     L = lams.size
     notes: list[list[str]] = [[] for _ in range(L)]

@@ -156,13 +156,17 @@ class _KernelMachineClassifier(ClassifierMixin, _KernelMachine):
                 f"class ({classes[0]!r})")
         self.classes_ = classes
         K = self._train_gram(X)
+        codes = np.where(y_index == 1, 1.0, -1.0) if n_classes == 2 else y_index
+        mapping = ({-1: classes[0], 1: classes[1]} if n_classes == 2
+                   else dict(enumerate(classes)))
+        machine = make_machine(self._machine_name, **self._machine_options()).for_labels(
+            mapping, codes)  # the class weights resolved against these labels
         if n_classes == 2:
-            result = self._fit_one(K, np.where(y_index == 1, 1.0, -1.0))
+            result = fit_gram(machine, K, codes, self.lam, self.tol, self.max_iter)
             self.dual_coef_ = result.alpha
             self.intercept_ = float(result.intercept)
             self.n_iter_ = int(result.n_iter)
             return self
-        machine = make_machine(self._machine_name, **self._machine_options())
         coef, self.intercept_, self.n_iter_ = fit_scheme(machine, K, y_index, n_classes,
                                                          self.lam, self.tol, self.max_iter)
         self.dual_coef_ = coef.T  # one row per binary machine, as before

@@ -43,6 +43,11 @@ class LSSVMClassifier(_KernelMachineClassifier):
         More than two classes: one machine per pair of classes on their rows, combined
         by votes (as SVC; the default), or one machine per class against the rest
         (largest value wins).
+    class_weight : dict {label: weight}, "balanced" or None, default=None
+        Each class's loss terms times its weight, as ``SVC(class_weight=...)``;
+        ``"balanced"``: ``n / (n_classes * count)`` from the labels given to ``fit``.
+        One-vs-one pair (a, b) weighs its two classes by theirs; one-vs-rest machine c
+        weighs c by its weight and the rest by 1 (:mod:`kernelcv.machines.class_weights`).
 
     Attributes
     ----------
@@ -73,11 +78,12 @@ class LSSVMClassifier(_KernelMachineClassifier):
 
     _machine_name = "lssvm"
     _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "fit_intercept": ["boolean"],
-                                    "multiclass": [StrOptions(set(STRATEGIES))]}
+                                    "multiclass": [StrOptions(set(STRATEGIES))],
+                                    "class_weight": [dict, StrOptions({"balanced"}), None]}
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
                  tol=1e-10, max_iter=100, memory_budget=None, fit_intercept=True,
-                 multiclass="ovo"):
+                 multiclass="ovo", class_weight=None):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -88,9 +94,11 @@ class LSSVMClassifier(_KernelMachineClassifier):
         self.memory_budget = memory_budget
         self.fit_intercept = fit_intercept
         self.multiclass = multiclass
+        self.class_weight = class_weight
 
     def _machine_options(self) -> dict:
-        return {"fit_intercept": bool(self.fit_intercept), "multiclass": self.multiclass}
+        return {"fit_intercept": bool(self.fit_intercept), "multiclass": self.multiclass,
+                "class_weight": self.class_weight}
 
 
 class L2SVMClassifier(_KernelMachineClassifier):
@@ -129,6 +137,11 @@ class L2SVMClassifier(_KernelMachineClassifier):
         More than two classes: one machine per pair of classes on their rows, combined
         by votes (as SVC; the default), or one machine per class against the rest
         (largest value wins).
+    class_weight : dict {label: weight}, "balanced" or None, default=None
+        Each class's loss terms times its weight, as ``SVC(class_weight=...)``;
+        ``"balanced"``: ``n / (n_classes * count)`` from the labels given to ``fit``.
+        One-vs-one pair (a, b) weighs its two classes by theirs; one-vs-rest machine c
+        weighs c by its weight and the rest by 1 (:mod:`kernelcv.machines.class_weights`).
 
     Attributes
     ----------
@@ -161,11 +174,12 @@ class L2SVMClassifier(_KernelMachineClassifier):
 
     _machine_name = "l2svm"
     _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "fit_intercept": ["boolean"],
-                                    "multiclass": [StrOptions(set(STRATEGIES))]}
+                                    "multiclass": [StrOptions(set(STRATEGIES))],
+                                    "class_weight": [dict, StrOptions({"balanced"}), None]}
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
                  tol=1e-10, max_iter=100, memory_budget=None, fit_intercept=True,
-                 multiclass="ovo"):
+                 multiclass="ovo", class_weight=None):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -176,9 +190,11 @@ class L2SVMClassifier(_KernelMachineClassifier):
         self.memory_budget = memory_budget
         self.fit_intercept = fit_intercept
         self.multiclass = multiclass
+        self.class_weight = class_weight
 
     def _machine_options(self) -> dict:
-        return {"fit_intercept": bool(self.fit_intercept), "multiclass": self.multiclass}
+        return {"fit_intercept": bool(self.fit_intercept), "multiclass": self.multiclass,
+                "class_weight": self.class_weight}
 
 
 class HuberSVMClassifier(_KernelMachineClassifier):
@@ -219,6 +235,11 @@ class HuberSVMClassifier(_KernelMachineClassifier):
         More than two classes: one machine per pair of classes on their rows, combined
         by votes (as SVC; the default), or one machine per class against the rest
         (largest value wins).
+    class_weight : dict {label: weight}, "balanced" or None, default=None
+        Each class's loss terms times its weight, as ``SVC(class_weight=...)``;
+        ``"balanced"``: ``n / (n_classes * count)`` from the labels given to ``fit``.
+        One-vs-one pair (a, b) weighs its two classes by theirs; one-vs-rest machine c
+        weighs c by its weight and the rest by 1 (:mod:`kernelcv.machines.class_weights`).
 
     Attributes
     ----------
@@ -252,11 +273,12 @@ class HuberSVMClassifier(_KernelMachineClassifier):
     _machine_name = "svm"
     _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "fit_intercept": ["boolean"],
                                     "huber_width": [_POSITIVE_FINITE],
-                                    "multiclass": [StrOptions(set(STRATEGIES))]}
+                                    "multiclass": [StrOptions(set(STRATEGIES))],
+                                    "class_weight": [dict, StrOptions({"balanced"}), None]}
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=1.0, lam=1e-3,
                  tol=1e-10, max_iter=100, memory_budget=None, huber_width=0.01,
-                 fit_intercept=True, multiclass="ovo"):
+                 fit_intercept=True, multiclass="ovo", class_weight=None):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -268,7 +290,9 @@ class HuberSVMClassifier(_KernelMachineClassifier):
         self.fit_intercept = fit_intercept
         self.huber_width = huber_width
         self.multiclass = multiclass
+        self.class_weight = class_weight
 
     def _machine_options(self) -> dict:
         return {"fit_intercept": bool(self.fit_intercept),
-                "huber_width": float(self.huber_width), "multiclass": self.multiclass}
+                "huber_width": float(self.huber_width), "multiclass": self.multiclass,
+                "class_weight": self.class_weight}

@@ -15,10 +15,11 @@ scikit-learn        kernelcv stand-in             regularisation
 
 with n the samples given to ``fit``. Grids keep scikit-learn's keys (``C``, ``alpha``,
 ``gamma``, ``kernel``, ``degree``, ``coef0``, with a Pipeline's step prefix). Settings the
-stand-in cannot honour (``class_weight``, the sigmoid or a precomputed kernel, a callable
-kernel) are refused with the reason, never ignored. ``SVC(probability=True)`` is taken:
-the search's ``predict_proba`` calibrates the chosen model's out-of-fold values (no
-Platt scaling fits).
+stand-in cannot honour (the sigmoid or a precomputed kernel, a callable kernel) are
+refused with the reason, never ignored; ``SVC(class_weight=...)`` is kept (see
+:mod:`kernelcv.machines.class_weights`: "balanced" is computed once from all rows).
+``SVC(probability=True)`` is taken: the search's ``predict_proba`` calibrates the chosen
+model's out-of-fold values (no Platt scaling fits).
 """
 
 from __future__ import annotations
@@ -51,13 +52,14 @@ def stand_in(estimator, n_samples: int) -> StandIn | None:
     for any other object), its regularisation mapped for ``n_samples`` rows."""
     kind = type(estimator)
     if kind is SVC:
-        _refuse_unsupported(estimator, "SVC")
         params = _kernel_params(estimator, "SVC")
-        machine = HuberSVMClassifier(**params, lam=_lam_from_C(estimator.C, n_samples))
+        machine = HuberSVMClassifier(**params, lam=_lam_from_C(estimator.C, n_samples),
+                                     class_weight=estimator.class_weight)
         return StandIn(machine, "SVC is searched as kernelcv's svm (HuberSVMClassifier: "
-                                "the hinge smoothed over width 0.01, lam = 1/(2 n C))")
+                                "the hinge smoothed over width 0.01, lam = 1/(2 n C)"
+                                + ("; class_weight kept" if estimator.class_weight is not None
+                                   else "") + ")")
     if kind is SVR:
-        _refuse_unsupported(estimator, "SVR")
         params = _kernel_params(estimator, "SVR")
         machine = HuberSVMRegressor(**params, epsilon=float(estimator.epsilon),
                                     lam=_lam_from_C(estimator.C, n_samples))
@@ -76,12 +78,6 @@ def stand_in(estimator, n_samples: int) -> StandIn | None:
         return StandIn(machine, "KernelRidge is searched as kernelcv's krr "
                                 "(KernelRidgeRegressor, the same problem, lam = alpha / n)")
     return None
-
-
-def _refuse_unsupported(estimator, name):
-    if getattr(estimator, "class_weight", None) is not None:
-        raise KernelCVError(f"{name}(class_weight=...): the kernelcv machines have no "
-                            "class weights yet; search without it")
 
 
 def stand_in_kernel(kernel):

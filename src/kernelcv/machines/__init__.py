@@ -23,9 +23,15 @@ machines (``f = K alpha``). ``krr`` is always bias-free (``KernelRidge`` has no 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..exceptions import KernelCVError
+from .class_weights import (
+    ClassWeightedLoss,
+    normalise_class_weight,
+    resolve_class_weight,
+    unweighted,
+)
 from .libsvm_start import (
     LIBSVM_START_MIN_ROWS,
     LIBSVM_START_MIN_ROWS_MULTICLASS,
@@ -52,6 +58,12 @@ class Machine:
     :mod:`kernelcv.machines.multiclass`), and ``n_classes`` is the number of classes of
     the data it is cross-validated on (set by the search from the labels; above 2 the
     labels passed along are class codes ``0..k-1`` instead of +-1).
+
+    ``class_weight`` is the caller's (None, ``"balanced"`` or ``(label, weight)`` pairs,
+    see :mod:`kernelcv.machines.class_weights`); ``class_weights`` the weight of each class
+    code once :meth:`for_labels` has seen the labels. A binary machine then carries them
+    in its loss (:class:`ClassWeightedLoss`); a multiclass one gives each binary machine
+    its classes' weights (:meth:`problem_machine`).
     """
 
     name: str
@@ -59,6 +71,36 @@ class Machine:
     fit_intercept: bool = False
     multiclass: str = "ovo"
     n_classes: int = 2
+    class_weight: object = None
+    class_weights: tuple | None = None
+
+    def for_labels(self, mapping, y) -> Machine:
+        """This machine for the labels of ``mapping`` (check_data's code -> label) and the
+        codes ``y``: ``n_classes`` above two classes, the class weights resolved. O(n)."""
+        machine = self
+        if self.is_classifier and mapping is not None and len(mapping) > 2:
+            machine = replace(machine, n_classes=len(mapping))
+        if self.class_weight is None:
+            return machine
+        if not self.is_classifier:
+            raise KernelCVError(f"class_weight is for classifiers; machine {self.name!r} is a "
+                                "regressor")
+        weights = resolve_class_weight(self.class_weight, mapping, y)
+        base = unweighted(self.loss)
+        if machine.is_multiclass:
+            return replace(machine, loss=base, class_weights=weights)
+        return replace(machine, loss=ClassWeightedLoss(base, *weights), class_weights=weights)
+
+    def problem_machine(self, problem) -> Machine:
+        """The machine of one binary problem of a multiclass scheme
+        (:class:`kernelcv.machines.multiclass.BinaryProblem`): with class weights, its
+        loss weighs the positive class by its weight and the negative class (one-vs-one)
+        or the rest (weight 1, one-vs-rest) likewise; else this machine."""
+        if self.class_weights is None:
+            return self
+        negative = 1.0 if problem.negative is None else self.class_weights[problem.negative]
+        return replace(self, loss=ClassWeightedLoss(unweighted(self.loss), negative,
+                                                    self.class_weights[problem.positive]))
 
     @property
     def is_multiclass(self) -> bool:
@@ -89,6 +131,9 @@ class Machine:
             out["epsilon"] = self.loss.epsilon
         if self.is_multiclass:
             out["multiclass"] = self.multiclass
+        if self.class_weight is not None:
+            out["class_weight"] = (self.class_weight if isinstance(self.class_weight, str)
+                                   else {str(label): w for label, w in self.class_weight})
         return out
 
     def starts_from_libsvm(self, n_samples: int, start: str = "auto",
@@ -128,7 +173,8 @@ class Machine:
 
 
 def make_machine(name: str, huber_width: float = 0.01, epsilon: float = 0.1,
-                 fit_intercept: bool | None = None, multiclass: str = "ovo") -> Machine:
+                 fit_intercept: bool | None = None, multiclass: str = "ovo",
+                 class_weight=None) -> Machine:
     """Build a :class:`Machine` by name.
 
     Parameters
@@ -151,6 +197,10 @@ def make_machine(name: str, huber_width: float = 0.01, epsilon: float = 0.1,
         and solved together; in the multiclass benchmark as accurate as one-vs-rest and
         faster on most sets) or one per class against the rest; see
         :mod:`kernelcv.machines.multiclass`.
+    class_weight : None, "balanced" or dict {label: weight}
+        Classifiers: each class's loss terms times its weight, as ``SVC(class_weight=...)``
+        (see :mod:`kernelcv.machines.class_weights`; resolved against the labels when the
+        machine is fitted or cross-validated). Refused for ``krr`` and ``svr``.
 
     Returns
     -------
@@ -164,6 +214,13 @@ def make_machine(name: str, huber_width: float = 0.01, epsilon: float = 0.1,
     if name not in MACHINES:
         raise KernelCVError(f"unknown machine {name!r}; choose one of {', '.join(MACHINES)}")
     scheme = check_strategy(multiclass)
+    weights = normalise_class_weight(class_weight)
+    if weights is not None and name not in CLASSIFIERS:
+        raise KernelCVError(f"class_weight is for the classifiers ({', '.join(CLASSIFIERS)}); "
+                            f"machine {name!r} is a regressor")
+    if weights is not None:
+        return replace(make_machine(name, huber_width, epsilon, fit_intercept, multiclass),
+                       class_weight=weights)
     if name == "krr":
         if fit_intercept:
             raise KernelCVError("machine 'krr' is bias-free (kernel ridge regression has no "

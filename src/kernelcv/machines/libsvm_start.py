@@ -62,6 +62,7 @@ import warnings
 
 import numpy as np
 
+from .class_weights import ClassWeightedLoss, unweighted
 from .losses import HuberHingeLoss, HuberInsensitiveLoss
 
 # Training sets from this many rows start the Huber machines from LIBSVM by default
@@ -81,7 +82,7 @@ LIBSVM_TOL = 1e-4
 def supports_libsvm_start(loss) -> bool:
     """Whether LIBSVM solves the unsmoothed version of ``loss`` (Huber hinge and
     Huber eps-insensitive losses)."""
-    return isinstance(loss, HuberHingeLoss | HuberInsensitiveLoss)
+    return isinstance(unweighted(loss), HuberHingeLoss | HuberInsensitiveLoss)
 
 
 def smoothing_ridge(loss, lam, n) -> float:
@@ -101,7 +102,11 @@ def libsvm_start(K, y, lam, loss, fit_intercept, tol=None):
         no other thread may read ``K`` meanwhile. y : (n,) targets (+-1 for the hinge).
     lam : regularisation.
     loss : :class:`HuberHingeLoss` (-> ``SVC`` with ``C = 1 / (2 n lam (1 + w))``, the
-        solution scaled by ``1 + w``) or :class:`HuberInsensitiveLoss` (-> ``SVR`` with
+        solution scaled by ``1 + w``; with class weights ``c`` (a
+        :class:`~kernelcv.machines.class_weights.ClassWeightedLoss`) LIBSVM's
+        ``class_weight`` and the ridge ``4 w lam n / c_j`` per row, since ``c`` times an
+        envelope of parameter ``mu`` is the envelope of parameter ``mu / c`` of ``c``
+        times the hinge) or :class:`HuberInsensitiveLoss` (-> ``SVR`` with
         ``C = 1 / (2 n lam)`` and epsilon ``eps - w``; for ``eps < w`` the unsmoothed SVR
         with epsilon ``eps`` and no ridge).
     fit_intercept : whether the machine has an intercept; without one LIBSVM's intercept
@@ -123,6 +128,11 @@ def libsvm_start(K, y, lam, loss, fit_intercept, tol=None):
     options = {"kernel": "precomputed", "tol": LIBSVM_TOL if tol is None else tol,
                "max_iter": LIBSVM_PASSES * max(n, 100)}
     ridge = smoothing_ridge(loss, lam, n)
+    weighted = isinstance(loss, ClassWeightedLoss)
+    if weighted:
+        ridge = ridge / loss.weights(y)  # per row: the envelope of c_j times the hinge
+        options["class_weight"] = {-1.0: loss.negative, 1.0: loss.positive}
+        loss = loss.base
     if isinstance(loss, HuberHingeLoss):
         if np.unique(y).size != 2:
             return None

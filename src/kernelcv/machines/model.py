@@ -53,7 +53,8 @@ def fit_scheme(machine: Machine, K, codes, n_classes: int, lam, tol=1e-10, max_i
     intercepts = np.zeros(len(problems))
     n_iter = np.zeros(len(problems), dtype=np.int64)
     done = np.zeros(len(problems), dtype=bool)
-    if machine.multiclass == "ovo" and worth_stacking([p.rows.size for p in problems]):
+    if (machine.multiclass == "ovo" and machine.class_weights is None
+            and worth_stacking([p.rows.size for p in problems])):
         # many small pairs: one batched Newton iteration for all (same optima)
         K_stack, y_stack, valid = stack_blocks(K, [p.rows for p in problems],
                                                [p.targets(codes) for p in problems])
@@ -71,7 +72,8 @@ def fit_scheme(machine: Machine, K, codes, n_classes: int, lam, tol=1e-10, max_i
             continue
         rows = slice(None) if problem.rows is None else problem.rows
         K_p = K if problem.rows is None else K[np.ix_(rows, rows)]
-        result = fit_gram(machine, K_p, problem.targets(codes), lam, tol, max_iter)
+        result = fit_gram(machine.problem_machine(problem), K_p, problem.targets(codes), lam,
+                          tol, max_iter)
         coef[rows, p] = result.alpha
         intercepts[p] = result.intercept
         n_iter[p] = result.n_iter

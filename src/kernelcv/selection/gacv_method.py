@@ -18,7 +18,7 @@ from ..criteria.result import (
     newton_curvature,
 )
 from ..exceptions import KernelCVError
-from .methods import CVMethod
+from .methods import CVMethod, refuse_class_weight
 
 __all__ = ["GACV"]
 
@@ -41,6 +41,7 @@ class GACV(CVMethod):
         return "GACV"
 
     def bind(self, machine, kernel, random_state=None):
+        refuse_class_weight(machine, self.name)
         if self.scoring is not None:
             raise KernelCVError("method 'gacv' ranks by GACV, not by held-out values: it "
                                 "cannot compute a scoring; use method 'bif' or 'exact'")

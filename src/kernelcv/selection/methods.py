@@ -83,6 +83,13 @@ class GridRun:
     values: dict = field(default_factory=dict)
 
 
+def refuse_class_weight(machine, method_name: str) -> None:
+    """A one-line error where a method cannot weigh classes (closed-form, gacv, rff)."""
+    if machine.class_weight is not None:
+        raise KernelCVError(f"method {method_name!r} has no class weights: use method 'bif' "
+                            "(the default), 'spectral' or 'exact' with class_weight")
+
+
 @dataclass(frozen=True)
 class CVMethod:
     """The protocol of a CV method, with the behaviour the kernel methods share.
@@ -377,6 +384,7 @@ class ClosedForm(CVMethod):
     dense_matrices: ClassVar[float] = 3.0
 
     def bind(self, machine, kernel, random_state=None):
+        refuse_class_weight(machine, self.name)
         if machine.loss.name != "square":
             raise KernelCVError(
                 f"method 'closed-form' is exact only for krr and lssvm, not "

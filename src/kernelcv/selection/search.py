@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -194,8 +194,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     if average not in AVERAGES:
         raise KernelCVError(f"average must be 'pooled' or 'folds', got {average!r}")
     X, y, mapping = check_data(*as_source(X, y), machine.is_classifier, multiclass=True)
-    if machine.is_classifier and len(mapping) > 2:
-        machine = replace(machine, n_classes=len(mapping))
+    machine = machine.for_labels(mapping, y)
     if method.scoring is not None:
         method.scoring.check(machine.is_classifier, len(mapping) if mapping else None)
     method = method.bind(machine, space.kernel, random_state)
@@ -212,6 +211,8 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
               "svr_epsilon": float(getattr(loss, "epsilon", 0.1)),
               "fit_intercept": machine.fit_intercept, **method.config_entries(machine),
               **({"multiclass": machine.multiclass} if machine.is_multiclass else {}),
+              **({"class_weight": machine.params()["class_weight"]}
+                 if machine.class_weight is not None else {}),
               "random_state": random_state, "memory_budget": budget}
     if estimate is not None:
         config["memory_estimate"] = int(estimate)

@@ -1,0 +1,135 @@
+"""Class weights: each class's loss terms scaled by its own weight.
+
+With weights ``c_j`` of the rows' classes a classifier minimises
+
+    (1/n) sum_j c_j loss(y_j, f(x_j)) + lam ||f||_H^2,
+
+which is scikit-learn's ``SVC(class_weight=...)``: its ``C`` becomes ``C c_j`` for the
+rows of class j (``lam = 1 / (2 n C)`` as before). A fold-out problem keeps every
+retained row's weight, so the weights live in the loss: :class:`ClassWeightedLoss` scales
+a binary loss's value and both derivatives by the weight of the row's label (+1 or -1),
+and every solver, criterion and refit that works with ``loss.derivatives`` (the Newton
+solver, BIF, exact refits, the certificate) solves the weighted problem unchanged.
+
+Multiclass schemes give each binary machine the weights of its own classes: one-vs-one
+pair (a, b) weighs a's rows by ``c_a`` and b's by ``c_b`` (as LIBSVM does); one-vs-rest
+machine c weighs class c by ``c_c`` and the rest by 1 (as LIBLINEAR does).
+
+``"balanced"`` is ``c_k = n / (K n_k)`` for K classes with ``n_k`` rows each, computed
+once from all the rows given to the search (scikit-learn's ``compute_class_weight``).
+``GridSearchCV`` recomputes it inside each fold from the fold's training rows; with
+stratified folds the two differ by the rounding of the class counts per fold. Here the
+weights are part of the problem that is cross-validated, the same for every fold, so the
+fast criteria and the refits agree.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..exceptions import KernelCVError
+
+
+@dataclass(frozen=True)
+class ClassWeightedLoss:
+    """A binary classifier's loss with weight ``positive`` on rows labelled +1 and
+    ``negative`` on rows labelled -1: value and derivatives times the row's weight.
+
+    Its kinks (``knots``) and Huber ``width`` are the base loss's; ``weight_bound`` (the
+    larger weight) scales the curvature bounds of the certificate and the MM engine.
+    """
+
+    base: object
+    negative: float
+    positive: float
+
+    @property
+    def name(self) -> str:
+        return f"weighted_{self.base.name}"
+
+    @property
+    def weight_bound(self) -> float:
+        return max(self.negative, self.positive)
+
+    def __getattr__(self, attribute):
+        # the base loss's parameters (width, epsilon) and knots, as written there
+        if attribute in ("width", "epsilon", "knots"):
+            return getattr(self.base, attribute)
+        raise AttributeError(attribute)
+
+    def weights(self, y) -> np.ndarray:
+        """(n,) each row's weight from its +-1 label."""
+        return np.where(np.asarray(y) > 0, self.positive, self.negative)
+
+    def value(self, y, f):
+        return self.weights(y) * self.base.value(y, f)
+
+    def derivatives(self, y, f):
+        g, h = self.base.derivatives(y, f)
+        c = self.weights(y)
+        return c * g, c * h
+
+
+def unweighted(loss):
+    """The loss without class weights."""
+    return loss.base if isinstance(loss, ClassWeightedLoss) else loss
+
+
+def weight_bound(loss) -> float:
+    """The largest row weight of ``loss`` (1 without class weights)."""
+    return float(getattr(loss, "weight_bound", 1.0))
+
+
+def normalise_class_weight(class_weight):
+    """``None``, ``"balanced"`` or a tuple of ``(label, weight)`` pairs from a user's
+    ``class_weight`` (a dict ``{label: weight}``, as scikit-learn's); every weight a
+    positive finite number. A one-line :class:`KernelCVError` otherwise."""
+    if class_weight is None or (isinstance(class_weight, str)
+                                and class_weight == "balanced"):
+        return class_weight
+    if isinstance(class_weight, tuple) and all(
+            isinstance(item, tuple) and len(item) == 2 for item in class_weight):
+        pairs = class_weight
+    elif isinstance(class_weight, dict):
+        pairs = tuple(class_weight.items())
+    else:
+        raise KernelCVError(f"class_weight must be None, 'balanced' or a dict {{label: "
+                            f"weight}}, got {class_weight!r}")
+    for label, weight in pairs:
+        if (isinstance(weight, bool) or not isinstance(weight, numbers.Real)
+                or not np.isfinite(weight) or not weight > 0):
+            raise KernelCVError(f"class_weight[{label!r}] must be a positive finite number, "
+                                f"got {weight!r}")
+    return tuple((label, float(weight)) for label, weight in pairs)
+
+
+def resolve_class_weight(class_weight, mapping, y) -> tuple[float, ...]:
+    """Each class's weight, in the order of the class codes of ``mapping``
+    (``{-1: label, 1: label}`` or ``{0: label, ...}``, see
+    :func:`kernelcv.validation.check_data`), from ``class_weight`` as
+    :func:`normalise_class_weight` returns it; ``y`` holds the codes (for "balanced").
+
+    A class missing from a dict weighs 1 (as in scikit-learn); a label of the dict that is
+    no class of ``y`` is refused. Cost O(n).
+    """
+    codes = sorted(mapping)
+    if class_weight == "balanced":
+        counts = np.array([np.count_nonzero(y == code) for code in codes], dtype=np.float64)
+        return tuple(float(v) for v in y.shape[0] / (len(codes) * counts))
+    given = {}
+    for label, weight in class_weight:
+        matches = [code for code in codes if _plain(mapping[code]) == _plain(label)]
+        if not matches:
+            known = ", ".join(repr(mapping[code]) for code in codes)
+            raise KernelCVError(f"class_weight names the class {label!r}, which is not in y "
+                                f"(its classes: {known})")
+        given[matches[0]] = weight
+    return tuple(given.get(code, 1.0) for code in codes)
+
+
+def _plain(label):
+    """A label as the plain Python value check_data keeps (numpy scalars unwrapped)."""
+    return label.item() if hasattr(label, "item") else label
