@@ -3,23 +3,37 @@ them and the search, against independent references: scikit-learn's KernelRidge 
 sample weights, the weighted problem's optimality conditions written out here, LIBSVM's
 SVC(class_weight=...), and refit cross-validation on the same folds."""
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sklearn.datasets import make_classification
+from sklearn.datasets import dump_svmlight_file, make_classification
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
 from sklearn.utils.class_weight import compute_class_weight
 
-from kernelcv import BIF, KernelCVError, KernelSearchCV, cross_validate, grid_search, make_machine
+from kernelcv import (
+    BIF,
+    FeatureSpace,
+    KernelCVError,
+    KernelSearchCV,
+    MemoryBudgetError,
+    cross_validate,
+    grid_search,
+    make_machine,
+)
+from kernelcv.cli import main
 from kernelcv.criteria.evaluate import evaluate_lam
 from kernelcv.criteria.multiclass import MulticlassCV
 from kernelcv.criteria.spectral import spectral_evaluations
 from kernelcv.estimators import HuberSVMClassifier, L2SVMClassifier, LSSVMClassifier
 from kernelcv.kernels import make_kernel
 from kernelcv.machines.class_weights import ClassWeightedLoss
+from kernelcv.reading.files import load_data
+from kernelcv.selection.method_choice import LOW_RANK_FROM, make_method, method_for_size
 from kernelcv.validation import check_data
 
 
@@ -313,3 +327,77 @@ def test_kernel_search_cv_takes_svc_class_weight():
     unweighted = KernelSearchCV(SVC(), grid, cv=cv, method="exact").fit(X, y)
     assert not np.allclose(unweighted.cv_results_["mean_test_score"],
                            search.cv_results_["mean_test_score"])
+
+
+def test_a_class_weighted_default_search_keeps_its_method_at_any_size():
+    # the low-rank feature space has no class weights: from 10,000 rows a weighted search
+    # keeps its default method, and above the memory budget it is refused in one line
+    default = make_method(None, "svm")
+    assert method_for_size(default, "svm", ["rbf"], LOW_RANK_FROM, 1, "100G",
+                           class_weighted=True) == (default, None)
+    assert isinstance(method_for_size(default, "svm", ["rbf"], LOW_RANK_FROM, 1,
+                                      "100G")[0], FeatureSpace)
+    with pytest.raises(MemoryBudgetError, match="has no class weights"):
+        method_for_size(default, "svm", ["rbf"], 5000, 1, "40M", class_weighted=True)
+
+
+# -- the command line ---------------------------------------------------------------------
+
+
+def _svm_file(tmp_path):
+    X, y = problem(n=80, seed=11, imbalance=0.8)
+    path = tmp_path / "imbalanced.svm"
+    dump_svmlight_file(X, np.where(y == 1, 1, -1), str(path))
+    return path
+
+
+def test_cli_cv_class_weight_equals_the_library(tmp_path, capsys):
+    path = _svm_file(tmp_path)
+    code = main(["cv", str(path), "--machine", "svm", "--gamma", "0.3", "--lam", "0.002",
+                 "--method", "exact", "--folds", "4", "--class-weight", "1:5,-1:1", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    summary = json.loads(out)
+    X, y = load_data(path)
+    expected = cross_validate(X, y, machine=make_machine("svm", class_weight={1.0: 5.0}),
+                              gamma=0.3, lam=0.002, folds=4, method="exact")
+    assert summary["cv_error"] == expected.cv_error
+    assert summary["params"]["class_weight"] == {"1": 5.0, "-1": 1.0}
+    plain = cross_validate(X, y, machine="svm", gamma=0.3, lam=0.002, folds=4,
+                           method="exact")
+    assert plain.cv_error != expected.cv_error  # the weights changed the answer
+
+
+def test_cli_select_class_weight_balanced(tmp_path, capsys):
+    path = _svm_file(tmp_path)
+    code = main(["select", str(path), "--machine", "svm", "--gamma-grid", "0.1,0.5",
+                 "--lam-grid", "0.001,0.01,0.1", "--folds", "4", "--class-weight",
+                 "balanced", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads(captured.out)
+    assert report["class_weight"] == "balanced"
+    X, y = load_data(path)
+    result = grid_search(X, y, machine=make_machine("svm", class_weight="balanced"),
+                         gammas=[0.1, 0.5], lams=[0.001, 0.01, 0.1], folds=4)
+    assert report["best_cv_error"] == result.best["exact_error"]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--machine", "svm", "--class-weight", "7:2"], "not in y"),
+    (["--machine", "svm", "--class-weight", "heavy"], "LABEL:WEIGHT"),
+    (["--machine", "krr", "--class-weight", "balanced"], "regressor"),
+    (["--machine", "lssvm", "--class-weight", "balanced", "--method", "closed-form"],
+     "no class weights"),
+])
+def test_cli_bad_class_weights_are_one_line_errors(tmp_path, capsys, argv, words):
+    path = _svm_file(tmp_path)
+    method = [] if "--method" in argv else ["--method", "exact"]
+    code = main(["cv", str(path), "--gamma", "0.3", "--lam", "0.01", *method, *argv])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == "" and "Traceback" not in captured.err
+    lines = captured.err.strip().splitlines()
+    if words == "LABEL:WEIGHT":  # argparse's own error: usage, then the one reason
+        assert words in lines[-1], captured.err
+    else:
+        assert len(lines) == 1 and words in lines[0], captured.err

@@ -174,7 +174,7 @@ def run_command(args, parser):
         machine = make_machine(args.machine, huber_width=args.huber_width,
                                epsilon=args.svr_epsilon,
                                fit_intercept=False if args.no_intercept else None,
-                               multiclass=args.multiclass)
+                               multiclass=args.multiclass, class_weight=args.class_weight)
         return run_cv(
             files, machine=machine, lam=args.lam, kernel=args.kernel, gamma=args.gamma,
             degree=args.degree, coef0=args.coef0,

@@ -52,8 +52,8 @@ def format_number(value, digits: int = 4) -> str:
 
 def add_machine_arguments(group, machines, kernels):
     """The machine options ``kernelcv cv`` and ``kernelcv select`` share, with one help:
-    ``--machine``, ``--kernel``, ``--huber-width``, ``--svr-epsilon``, ``--no-intercept``
-    and ``--multiclass``."""
+    ``--machine``, ``--kernel``, ``--huber-width``, ``--svr-epsilon``, ``--no-intercept``,
+    ``--multiclass`` and ``--class-weight``."""
     group.add_argument("--machine", required=True, choices=machines,
                        help="krr, lssvm, l2svm, svm (Huber hinge) or svr (Huber eps-SVR)")
     group.add_argument("--kernel", default="rbf", choices=kernels, help="default: rbf")
@@ -67,6 +67,28 @@ def add_machine_arguments(group, machines, kernels):
     group.add_argument("--multiclass", choices=("ovo", "ovr"), default="ovo",
                        help="more than two classes: one machine per pair of classes (ovo, "
                             "as SVC; default) or per class against the rest (ovr)")
+    group.add_argument("--class-weight", type=parse_class_weight, default=None,
+                       metavar="W", help="classifiers: 'balanced' (n / (classes x count)) "
+                       "or LABEL:WEIGHT,... (other classes weigh 1), as SVC's class_weight")
+
+
+def parse_class_weight(text):
+    """``--class-weight``: ``"balanced"`` or ``LABEL:WEIGHT,...`` as ``(label, weight)``
+    pairs (labels as written; they are matched to the data's labels, numbers by value)."""
+    if text == "balanced":
+        return text
+    pairs = []
+    for item in str(text).split(","):
+        label, colon, weight = item.strip().rpartition(":")
+        try:
+            value = float(weight)
+        except ValueError:
+            value = None
+        if not colon or not label or value is None:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: give 'balanced' or LABEL:WEIGHT pairs, e.g. 1:5,-1:1")
+        pairs.append((label, value))
+    return tuple(pairs)
 
 
 def add_header_argument(parser):

@@ -304,7 +304,7 @@ def run_command(args, parser):
         machine = make_machine(args.machine, huber_width=args.huber_width,
                                epsilon=args.svr_epsilon,
                                fit_intercept=False if args.no_intercept else None,
-                               multiclass=args.multiclass)
+                               multiclass=args.multiclass, class_weight=args.class_weight)
         files = DataFiles(args.data, test=args.test, fold_ids=args.fold_ids,
                           header=args.header, target=args.target, scale=args.scale,
                           stream=args.stream)

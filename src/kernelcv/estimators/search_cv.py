@@ -397,7 +397,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         # the default method's n x n matrices may not fit: a low-rank feature space instead
         method, size_note = method_for_size(
             method, base._machine_name, _grid_kernels(self.param_grid, prefix, base), n,
-            execution.workers, execution.memory_budget)
+            execution.workers, execution.memory_budget,
+            class_weighted=getattr(base, "class_weight", None) is not None)
         if size_note is not None and self.screen not in ("auto", "off"):
             raise KernelCVError(f"{size_note}; that search walks the grid itself: give "
                                 "screen='off', or name a method to screen")

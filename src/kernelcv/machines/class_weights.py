@@ -121,13 +121,27 @@ def resolve_class_weight(class_weight, mapping, y) -> tuple[float, ...]:
         return tuple(float(v) for v in y.shape[0] / (len(codes) * counts))
     given = {}
     for label, weight in class_weight:
-        matches = [code for code in codes if _plain(mapping[code]) == _plain(label)]
+        matches = [code for code in codes if _same_label(mapping[code], label)]
         if not matches:
             known = ", ".join(repr(mapping[code]) for code in codes)
             raise KernelCVError(f"class_weight names the class {label!r}, which is not in y "
                                 f"(its classes: {known})")
         given[matches[0]] = weight
     return tuple(given.get(code, 1.0) for code in codes)
+
+
+def _same_label(known, given) -> bool:
+    """Whether a class weight's label names the data's label ``known``; a label written
+    as text (the command line's) names a numeric label of the same value."""
+    known, given = _plain(known), _plain(given)
+    if known == given:
+        return True
+    if isinstance(given, str) and not isinstance(known, str):
+        try:
+            return float(given) == float(known)
+        except (TypeError, ValueError):
+            return False
+    return False
 
 
 def _plain(label):

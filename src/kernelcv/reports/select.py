@@ -128,6 +128,7 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
     dict
         JSON-able report: ``best_params``, ``best_cv_error`` (exact where confirmed or
         refined), ``fit_intercept`` (the machine's intercept setting; False for krr),
+        ``class_weight`` (None, "balanced" or {label: weight}),
         ``test_error``, ``candidates`` (one row per candidate), ``confirmed``,
         ``rechecked``, ``refined``, ``timings``, ``files`` and the search settings.
     """
@@ -175,7 +176,8 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
     X, X_test = apply_scaling(X, scaling), apply_scaling(X_test, scaling)
     # the default method's n x n matrices may not fit: a low-rank feature space instead
     cv_method, size_note = method_for_size(cv_method, spec.name, [kernel], y.shape[0],
-                                           execution.workers, memory_budget)
+                                           execution.workers, memory_budget,
+                                           class_weighted=spec.class_weight is not None)
     if size_note is not None:
         rff, final = True, cv_method.final
         named = screen.strategy if isinstance(screen, Screening) else screen
@@ -206,7 +208,9 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
     if size_note is not None:
         result.notes.insert(0, size_note)
     report = annotate(result.to_dict(), outputs.argv)
-    report.update({"fit_intercept": result.machine_spec.fit_intercept, "screen": screen,
+    report.update({"fit_intercept": result.machine_spec.fit_intercept,
+                   "class_weight": result.machine_spec.params().get("class_weight"),
+                   "screen": screen,
                    "scaling": scaling_entry(scaling),
                    "data": str(data),
                    "test": None if test is None else str(test),

@@ -136,7 +136,8 @@ LOW_RANK_FROM = 10_000
 
 
 def method_for_size(method: CVMethod, machine: str, kernels, n_samples: int, workers: int = 1,
-                    memory_budget=None) -> tuple[CVMethod, str | None]:
+                    memory_budget=None, *, class_weighted: bool = False
+                    ) -> tuple[CVMethod, str | None]:
     """The method a search runs on ``n_samples`` rows, and a note when it is not ``method``.
 
     A method the user named runs as named (and is refused above the memory budget by its
@@ -147,7 +148,9 @@ def method_for_size(method: CVMethod, machine: str, kernels, n_samples: int, wor
     budget (:func:`kernelcv.memory.memory_budget`), or from :data:`LOW_RANK_FROM` rows,
     where its O(n^2)-per-candidate fits cost more than the feature space. ``kernels``: the
     kernels of the grid (the feature space approximates rbf only); ``machine``: the
-    machine's name. Raises :class:`MemoryBudgetError` (one line) where neither fits: a
+    machine's name; ``class_weighted``: the machine has class weights, which the feature
+    space does not take (such a search keeps its default method, as above). Raises
+    :class:`MemoryBudgetError` (one line) where neither fits: a
     kernel or machine the feature space does not take above the budget (below it, and
     from ``LOW_RANK_FROM`` rows, such a search keeps its default method). O(1).
     """
@@ -155,12 +158,16 @@ def method_for_size(method: CVMethod, machine: str, kernels, n_samples: int, wor
         return method, None
     workers = max(int(workers), 1)
     kernels = sorted(set(kernels))
-    low_rank_fits = machine in FEATURE_LOSSES and kernels == ["rbf"]
+    low_rank_fits = machine in FEATURE_LOSSES and kernels == ["rbf"] and not class_weighted
     what = f"the default method {method.name!r} on {n_samples} samples with {workers} worker(s)"
     try:
         check_dense_budget(n_samples, n_samples, method.dense_matrices * workers, what,
                            memory_budget)
     except MemoryBudgetError as refused:
+        if not low_rank_fits and class_weighted:
+            raise MemoryBudgetError(
+                f"{refused}; the low-rank search that takes over above the budget "
+                "(method='rff') has no class weights") from None
         if not low_rank_fits:
             raise MemoryBudgetError(
                 f"{refused}; the low-rank search that takes over above the budget "

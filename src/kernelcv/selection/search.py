@@ -416,7 +416,8 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     cv_method.bind(machine_spec, kernel, random_state)  # machine/kernel errors first
     cv_method, size_note = method_for_size(cv_method, machine_spec.name, [kernel],
                                            _n_rows(X, y), execution.workers,
-                                           execution.memory_budget)
+                                           execution.memory_budget,
+                                           class_weighted=machine_spec.class_weight is not None)
     if size_note is not None and screening.enabled:
         raise KernelCVError(f"{size_note}; that search walks the grid itself: give "
                             "screen='off', or name a method to screen")
