@@ -11,6 +11,8 @@ Printed per (set, folds, split): seconds, the ratios GridSearchCV / kernelcv and
 Halving / kernelcv, and test accuracy.
 
     python benchmarks/bench_search_cv.py --sets cancer wine digits synthetic3000 --folds 5 10
+    python benchmarks/bench_search_cv.py --sets imbalanced1000 cancer --class-weight balanced \
+        --scoring balanced_accuracy --methods default default:auto
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_digits, load_wine, make_classification
 from sklearn.experimental import enable_halving_search_cv  # noqa: F401
-from sklearn.metrics import log_loss
+from sklearn.metrics import balanced_accuracy_score, log_loss
 from sklearn.model_selection import (
     GridSearchCV,
     HalvingGridSearchCV,
@@ -41,6 +43,9 @@ SETS = {
     "digits": lambda: load_digits(return_X_y=True),
     "synthetic3000": lambda: make_classification(3000, 20, n_informative=8, flip_y=0.05,
                                                  random_state=0),
+    # 9:1 classes, for --class-weight balanced
+    "imbalanced1000": lambda: make_classification(1000, 20, n_informative=8, flip_y=0.05,
+                                                  weights=[0.9], random_state=0),
 }
 
 
@@ -53,11 +58,14 @@ def grid(kind):
             "svc__C": [2.0**k for k in range(-2, 14, 2)]}
 
 
-def timed(search, X, y, X_test, y_test):
+def timed(search, X, y, X_test, y_test, scoring=None):
     tic = time.perf_counter()
     search.fit(X, y)
     seconds = time.perf_counter() - tic
-    return seconds, float(np.mean(search.predict(X_test) == y_test)), search
+    predicted = search.predict(X_test)
+    if scoring == "balanced_accuracy":
+        return seconds, float(balanced_accuracy_score(y_test, predicted)), search
+    return seconds, float(np.mean(predicted == y_test)), search
 
 
 def probability_line(gs, kernelcv_search, X, y, X_test, y_test):
@@ -76,23 +84,25 @@ def probability_line(gs, kernelcv_search, X, y, X_test, y_test):
             f"{log_loss(y_test, p_ours):.4f} ({100 * disagree_ours:.1f} %)")
 
 
-def run(name, folds, split, grid_kind, methods):
+def run(name, folds, split, grid_kind, methods, class_weight=None, scoring=None):
     X, y = SETS[name]()
     X, X_test, y, y_test = train_test_split(X, y, test_size=0.25, stratify=y,
                                             random_state=split)
     cv = StratifiedKFold(folds, shuffle=True, random_state=split)
     param_grid = grid(grid_kind)
     rows = {}
-    pipe = make_pipeline(StandardScaler(), SVC())
-    rows["GridSearchCV"] = timed(GridSearchCV(pipe, param_grid, cv=cv), X, y, X_test, y_test)
-    rows["Halving"] = timed(HalvingGridSearchCV(pipe, param_grid, cv=cv, random_state=split),
-                            X, y, X_test, y_test)
+    pipe = make_pipeline(StandardScaler(), SVC(class_weight=class_weight))
+    rows["GridSearchCV"] = timed(GridSearchCV(pipe, param_grid, cv=cv, scoring=scoring),
+                                 X, y, X_test, y_test, scoring)
+    rows["Halving"] = timed(HalvingGridSearchCV(pipe, param_grid, cv=cv, scoring=scoring,
+                                                random_state=split),
+                            X, y, X_test, y_test, scoring)
     for entry in methods:  # "method" or "method:screen"
         method, _, screen = entry.partition(":")
         rows[f"kernelcv {entry}"] = timed(
-            KernelSearchCV(pipe, param_grid, cv=cv, screen=screen or "off",
+            KernelSearchCV(pipe, param_grid, cv=cv, screen=screen or "off", scoring=scoring,
                            method=None if method == "default" else method),
-            X, y, X_test, y_test)
+            X, y, X_test, y_test, scoring)
     print(f"\n{name} (n = {len(y)}), {folds} folds, split {split}, "
           f"{len(param_grid['svc__gamma'])} x {len(param_grid['svc__C'])} grid")
     for label, (seconds, accuracy, _) in rows.items():
@@ -100,7 +110,8 @@ def run(name, folds, split, grid_kind, methods):
         if label.startswith("kernelcv"):
             ratios = (f"  GS/k {rows['GridSearchCV'][0] / seconds:5.2f}x"
                       f"  Halving/k {rows['Halving'][0] / seconds:5.2f}x")
-        print(f"  {label:>18}: {seconds:8.2f} s  test acc {accuracy:.4f}{ratios}")
+        what = "balanced acc" if scoring == "balanced_accuracy" else "acc"
+        print(f"  {label:>18}: {seconds:8.2f} s  test {what} {accuracy:.4f}{ratios}")
     for label in rows:  # the first kernelcv search with probabilities
         if label.startswith("kernelcv"):
             try:
@@ -121,11 +132,16 @@ def main():
     parser.add_argument("--methods", nargs="+", default=["default", "spectral"],
                         help="kernelcv methods, 'name' or 'name:screen'; the first one's "
                              "predict_proba is compared with SVC(probability=True)")
+    parser.add_argument("--class-weight", choices=("balanced",), default=None,
+                        help="SVC(class_weight=...) for every tool")
+    parser.add_argument("--scoring", choices=("balanced_accuracy",), default=None,
+                        help="the scoring of every search and the test score printed")
     args = parser.parse_args()
     for name in args.sets:
         for folds in args.folds:
             for split in range(args.splits):
-                run(name, folds, split, args.grid, args.methods)
+                run(name, folds, split, args.grid, args.methods, args.class_weight,
+                    args.scoring)
 
 
 if __name__ == "__main__":
