@@ -31,7 +31,7 @@ from kernelcv.criteria.multiclass import MulticlassCV
 from kernelcv.criteria.spectral import spectral_evaluations
 from kernelcv.estimators import HuberSVMClassifier, L2SVMClassifier, LSSVMClassifier
 from kernelcv.kernels import make_kernel
-from kernelcv.machines.class_weights import ClassWeightedLoss
+from kernelcv.machines.weights import WeightedLoss
 from kernelcv.reading.files import load_data
 from kernelcv.selection.method_choice import LOW_RANK_FROM, make_method, method_for_size
 from kernelcv.validation import check_data
@@ -74,7 +74,7 @@ def test_balanced_weights_are_scikit_learns():
     expected = compute_class_weight("balanced", classes=np.unique(y), y=y)
     assert np.allclose(machine.class_weights, expected)
     binary, _, _ = resolved("svm", "balanced", *problem())
-    assert isinstance(binary.loss, ClassWeightedLoss)
+    assert isinstance(binary.loss, WeightedLoss)
     expected = compute_class_weight("balanced", classes=np.array([0, 1]), y=problem()[1])
     assert np.allclose([binary.loss.negative, binary.loss.positive], expected)
 

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..machines.class_weights import weight_bound
+from ..machines.weights import weight_bound
 from .truncation import TOLERANCE
 
 __all__ = ["UNCERTIFIED", "certified_error", "fixed_classes", "fold_out_enclosure",

@@ -70,7 +70,7 @@ def refit_predictions(K, y, fold_ids, lam, machine, full_fit=None, extra=None):
         elif full_fit is not None and not from_libsvm:
             warm = {"alpha0": full_fit.alpha[train] * (n / n_train),
                     "intercept0": full_fit.intercept}
-        fit = machine.fit(K_train, y[train], lam, **warm)
+        fit = machine.take(train).fit(K_train, y[train], lam, **warm)
         n_iter += fit.n_iter
         predictions[test] = K.compress(test, axis=0).compress(train, axis=1) @ fit.alpha \
             + fit.intercept

@@ -198,9 +198,9 @@ class MulticlassCV:
         stacked_order = None if method == Criterion.EXACT else "inf"
         stackable = method == Criterion.EXACT or (method == Criterion.BIF
                                                   and options.get("order") == "inf")
-        # class-weighted pairs each have their own loss: evaluated one by one
+        # weighted pairs each have their own loss: evaluated one by one
         if (self.stack_pairs and self.strategy == "ovo" and stackable
-                and machine.class_weights is None
+                and not machine.weighted
                 and worth_stacking([part["rows"].size for part in self._parts])
                 and (warm is None or all(fit is not None for fit in warm))):
             if self._stacked is None:

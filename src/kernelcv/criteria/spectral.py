@@ -52,10 +52,10 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..exceptions import KernelCVError
-from ..machines.class_weights import weight_bound
 from ..machines.losses import SquareLoss
 from ..machines.multiclass import predict_codes
 from ..machines.solver import central_intercept, fit_kernel_machine
+from ..machines.weights import loss_for_rows, weight_bound
 from .closed_form import ClosedFormCV
 from .evaluate import Evaluation, evaluate_lam
 from .multiclass import MulticlassCV, problem_layout
@@ -230,7 +230,8 @@ class SpectralCV:
         (from the MM iterate, or from zero with ``cold``); ``alpha`` and ``b`` in place."""
         rows = np.flatnonzero(retained)
         start = {} if cold else {"alpha0": alpha[rows, c], "intercept0": float(b[c])}
-        fit = fit_kernel_machine(self.K[np.ix_(rows, rows)], y[rows], lam, loss,
+        fit = fit_kernel_machine(self.K[np.ix_(rows, rows)], y[rows], lam,
+                                 loss_for_rows(loss, rows),
                                  fit_intercept=self.fit_intercept, **start)
         alpha[:, c] = 0.0
         alpha[rows, c] = fit.alpha
@@ -348,15 +349,15 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
     """
     tic = time.perf_counter()
     lams = np.asarray(lams, dtype=np.float64)
-    weighted = machine.class_weights is not None
+    weighted = machine.weighted
     if isinstance(machine.loss, SquareLoss) and not weighted:
         return _closed_form_evaluations(K, y, fold_ids, lams, machine)
     if huber not in ("newton", "mm"):
         raise KernelCVError(f"huber must be 'newton' or 'mm', got {huber!r}")
     if ((getattr(machine.loss, "width", None) is not None and huber == "newton")
             or (weighted and machine.is_multiclass)):
-        # class-weighted binary machines of a multiclass scheme each have their own
-        # weights: refitted one by one (the MM engine shares one loss per solve)
+        # weighted binary machines of a multiclass scheme each have their own weights:
+        # refitted one by one (the MM engine shares one loss per solve)
         return _newton_evaluations(K, y, fold_ids, lams, machine)
     L = lams.size
     notes: list[list[str]] = [[] for _ in range(L)]

@@ -14,6 +14,7 @@ from ..kernels import KERNELS, Kernel, resolve_gamma
 from ..machines import make_machine
 from ..machines.model import decision_values, fit_gram, fit_scheme
 from ..machines.multiclass import class_scores, predict_codes
+from ..machines.weights import check_sample_weight
 
 # ---------------------------------------------------------------------------------------
 # Private helpers and base classes
@@ -70,8 +71,9 @@ class _KernelMachine(BaseEstimator):
         self.gamma_ = _resolve_gamma(self.gamma, X)
         return self._kernel()(self.X_fit_, memory_budget=self.memory_budget)
 
-    def _fit_one(self, K, y):
+    def _fit_one(self, K, y, sample_weight=None):
         machine = make_machine(self._machine_name, **self._machine_options())
+        machine = machine.with_sample_weight(sample_weight)
         return fit_gram(machine, K, y, self.lam, self.tol, self.max_iter)
 
     def _decision(self, X) -> np.ndarray:
@@ -90,7 +92,7 @@ class _KernelMachine(BaseEstimator):
 class _KernelMachineRegressor(RegressorMixin, _KernelMachine):
     """Regression: ``predict`` gives ``f(x)``; ``score`` is R^2."""
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the machine.
 
         Parameters
@@ -99,6 +101,9 @@ class _KernelMachineRegressor(RegressorMixin, _KernelMachine):
             Training data.
         y : array-like of shape (n_samples,)
             Target values.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Each row's loss term times its weight (finite, >= 0), as scikit-learn's
+            ``SVR.fit`` / ``KernelRidge.fit``; see :mod:`kernelcv.machines.weights`.
 
         Returns
         -------
@@ -106,7 +111,9 @@ class _KernelMachineRegressor(RegressorMixin, _KernelMachine):
             The fitted estimator.
         """
         X, y = self._validate_fit_input(X, y, y_numeric=True)
-        result = self._fit_one(self._train_gram(X), y.astype(np.float64))
+        weights = None if sample_weight is None else check_sample_weight(sample_weight,
+                                                                         X.shape[0])
+        result = self._fit_one(self._train_gram(X), y.astype(np.float64), weights)
         self.dual_coef_ = result.alpha
         self.intercept_ = float(result.intercept)
         self.n_iter_ = int(result.n_iter)
@@ -130,7 +137,7 @@ class _KernelMachineClassifier(ClassifierMixin, _KernelMachine):
     """Classification with -1/+1 labels; beyond two classes the binary machines of
     ``multiclass`` (one-vs-one or one-vs-rest, :mod:`kernelcv.machines.multiclass`)."""
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the machine (the binary machines of ``multiclass`` for more than two
         classes, all from one Gram matrix).
 
@@ -140,6 +147,10 @@ class _KernelMachineClassifier(ClassifierMixin, _KernelMachine):
             Training data.
         y : array-like of shape (n_samples,)
             Class labels, of any type.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Each row's loss term times its weight (finite, >= 0; times its class's
+            ``class_weight``), as scikit-learn's ``SVC.fit``; see
+            :mod:`kernelcv.machines.weights`.
 
         Returns
         -------
@@ -147,6 +158,8 @@ class _KernelMachineClassifier(ClassifierMixin, _KernelMachine):
             The fitted estimator.
         """
         X, y = self._validate_fit_input(X, y, y_numeric=False)
+        weights = None if sample_weight is None else check_sample_weight(sample_weight,
+                                                                         X.shape[0])
         check_classification_targets(y)
         classes, y_index = np.unique(y, return_inverse=True)
         n_classes = classes.size
@@ -160,7 +173,7 @@ class _KernelMachineClassifier(ClassifierMixin, _KernelMachine):
         mapping = ({-1: classes[0], 1: classes[1]} if n_classes == 2
                    else dict(enumerate(classes)))
         machine = make_machine(self._machine_name, **self._machine_options()).for_labels(
-            mapping, codes)  # the class weights resolved against these labels
+            mapping, codes).with_sample_weight(weights)  # class weights for these labels
         if n_classes == 2:
             result = fit_gram(machine, K, codes, self.lam, self.tol, self.max_iter)
             self.dual_coef_ = result.alpha

@@ -47,7 +47,7 @@ class LSSVMClassifier(_KernelMachineClassifier):
         Each class's loss terms times its weight, as ``SVC(class_weight=...)``;
         ``"balanced"``: ``n / (n_classes * count)`` from the labels given to ``fit``.
         One-vs-one pair (a, b) weighs its two classes by theirs; one-vs-rest machine c
-        weighs c by its weight and the rest by 1 (:mod:`kernelcv.machines.class_weights`).
+        weighs c by its weight and the rest by 1 (:mod:`kernelcv.machines.weights`).
 
     Attributes
     ----------
@@ -141,7 +141,7 @@ class L2SVMClassifier(_KernelMachineClassifier):
         Each class's loss terms times its weight, as ``SVC(class_weight=...)``;
         ``"balanced"``: ``n / (n_classes * count)`` from the labels given to ``fit``.
         One-vs-one pair (a, b) weighs its two classes by theirs; one-vs-rest machine c
-        weighs c by its weight and the rest by 1 (:mod:`kernelcv.machines.class_weights`).
+        weighs c by its weight and the rest by 1 (:mod:`kernelcv.machines.weights`).
 
     Attributes
     ----------
@@ -239,7 +239,7 @@ class HuberSVMClassifier(_KernelMachineClassifier):
         Each class's loss terms times its weight, as ``SVC(class_weight=...)``;
         ``"balanced"``: ``n / (n_classes * count)`` from the labels given to ``fit``.
         One-vs-one pair (a, b) weighs its two classes by theirs; one-vs-rest machine c
-        weighs c by its weight and the rest by 1 (:mod:`kernelcv.machines.class_weights`).
+        weighs c by its weight and the rest by 1 (:mod:`kernelcv.machines.weights`).
 
     Attributes
     ----------

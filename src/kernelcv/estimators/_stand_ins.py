@@ -17,7 +17,7 @@ with n the samples given to ``fit``. Grids keep scikit-learn's keys (``C``, ``al
 ``gamma``, ``kernel``, ``degree``, ``coef0``, with a Pipeline's step prefix). Settings the
 stand-in cannot honour (the sigmoid or a precomputed kernel, a callable kernel) are
 refused with the reason, never ignored; ``SVC(class_weight=...)`` is kept (see
-:mod:`kernelcv.machines.class_weights`: "balanced" is computed once from all rows).
+:mod:`kernelcv.machines.weights`: "balanced" is computed once from all rows).
 ``SVC(probability=True)`` is taken: the search's ``predict_proba`` calibrates the chosen
 model's out-of-fold values (no Platt scaling fits).
 """

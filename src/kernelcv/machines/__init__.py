@@ -25,13 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from ..exceptions import KernelCVError
-from .class_weights import (
-    ClassWeightedLoss,
-    normalise_class_weight,
-    resolve_class_weight,
-    unweighted,
-)
 from .libsvm_start import (
     LIBSVM_START_MIN_ROWS,
     LIBSVM_START_MIN_ROWS_MULTICLASS,
@@ -41,6 +37,14 @@ from .libsvm_start import (
 from .losses import HuberHingeLoss, HuberInsensitiveLoss, SquaredHingeLoss, SquareLoss
 from .multiclass import check_strategy
 from .solver import FitResult, fit_kernel_machine
+from .weights import (
+    RowWeights,
+    WeightedLoss,
+    loss_for_rows,
+    normalise_class_weight,
+    resolve_class_weight,
+    unweighted,
+)
 
 MACHINES = ("krr", "lssvm", "l2svm", "svm", "svr")
 CLASSIFIERS = ("lssvm", "l2svm", "svm")
@@ -60,10 +64,12 @@ class Machine:
     labels passed along are class codes ``0..k-1`` instead of +-1).
 
     ``class_weight`` is the caller's (None, ``"balanced"`` or ``(label, weight)`` pairs,
-    see :mod:`kernelcv.machines.class_weights`); ``class_weights`` the weight of each class
-    code once :meth:`for_labels` has seen the labels. A binary machine then carries them
-    in its loss (:class:`ClassWeightedLoss`); a multiclass one gives each binary machine
-    its classes' weights (:meth:`problem_machine`).
+    see :mod:`kernelcv.machines.weights`); ``class_weights`` the weight of each class
+    code once :meth:`for_labels` has seen the labels; ``sample_weight`` the rows' weights
+    of a multiclass machine (:meth:`with_sample_weight`). A binary machine carries its
+    weights in its loss (:class:`~kernelcv.machines.weights.WeightedLoss`); a multiclass
+    one gives each binary machine its classes' and rows' weights (:meth:`problem_machine`).
+    Where a subset of the rows is fitted, :meth:`take` narrows the sample weights to it.
     """
 
     name: str
@@ -73,6 +79,7 @@ class Machine:
     n_classes: int = 2
     class_weight: object = None
     class_weights: tuple | None = None
+    sample_weight: RowWeights | None = None
 
     def for_labels(self, mapping, y) -> Machine:
         """This machine for the labels of ``mapping`` (check_data's code -> label) and the
@@ -89,18 +96,65 @@ class Machine:
         base = unweighted(self.loss)
         if machine.is_multiclass:
             return replace(machine, loss=base, class_weights=weights)
-        return replace(machine, loss=ClassWeightedLoss(base, *weights), class_weights=weights)
+        return replace(machine, loss=WeightedLoss(base, *weights), class_weights=weights)
+
+    def with_sample_weight(self, sample_weight) -> Machine:
+        """This machine (after :meth:`for_labels`) with one weight per row of the data it
+        is fitted or cross-validated on (None: unchanged).
+
+        The weights multiply the rows' loss terms, ``(1/n) sum_j s_j loss_j + lam ||f||^2``
+        with ``n`` still counting rows, which is scikit-learn's ``C sum_j s_j loss_j +
+        ||f||^2 / 2`` at the usual ``lam = 1 / (2 n C)`` (``alpha / n`` for KernelRidge).
+        With lam fixed, a weight of 2 is therefore not the row given twice (that changes
+        n); in C it is. O(n)."""
+        if sample_weight is None:
+            return self
+        rows = RowWeights(np.asarray(sample_weight, dtype=np.float64))
+        if self.is_multiclass:
+            return replace(self, sample_weight=rows)
+        loss = self.loss
+        if isinstance(loss, WeightedLoss):
+            return replace(self, loss=replace(loss, rows=rows))
+        return replace(self, loss=WeightedLoss(loss, rows=rows))
+
+    @property
+    def row_weighted(self) -> bool:
+        """Whether the machine has sample weights (then subsets need :meth:`take`)."""
+        return self.sample_weight is not None or getattr(self.loss, "rows", None) is not None
+
+    @property
+    def weighted(self) -> bool:
+        """Whether the machine has class or sample weights."""
+        return self.class_weights is not None or self.row_weighted
+
+    def take(self, rows) -> Machine:
+        """This machine for the subset ``rows`` (indices or a mask) of its rows: the
+        sample weights of those rows (no change without sample weights). O(len(rows))."""
+        if not self.row_weighted:
+            return self
+        machine = replace(self, loss=loss_for_rows(self.loss, rows))
+        if self.sample_weight is not None:
+            machine = replace(machine, sample_weight=self.sample_weight.take(rows))
+        return machine
 
     def problem_machine(self, problem) -> Machine:
         """The machine of one binary problem of a multiclass scheme
         (:class:`kernelcv.machines.multiclass.BinaryProblem`): with class weights, its
         loss weighs the positive class by its weight and the negative class (one-vs-one)
-        or the rest (weight 1, one-vs-rest) likewise; else this machine."""
-        if self.class_weights is None:
+        or the rest (weight 1, one-vs-rest) likewise; with sample weights, the weights of
+        the problem's rows; else this machine."""
+        if not self.weighted:
             return self
-        negative = 1.0 if problem.negative is None else self.class_weights[problem.negative]
-        return replace(self, loss=ClassWeightedLoss(unweighted(self.loss), negative,
-                                                    self.class_weights[problem.positive]))
+        negative = positive = 1.0
+        if self.class_weights is not None:
+            negative = 1.0 if problem.negative is None else self.class_weights[problem.negative]
+            positive = self.class_weights[problem.positive]
+        rows = None
+        if self.sample_weight is not None:
+            rows = (self.sample_weight if problem.rows is None
+                    else self.sample_weight.take(problem.rows))
+        return replace(self, sample_weight=None,
+                       loss=WeightedLoss(unweighted(self.loss), negative, positive, rows))
 
     @property
     def is_multiclass(self) -> bool:
@@ -199,7 +253,7 @@ def make_machine(name: str, huber_width: float = 0.01, epsilon: float = 0.1,
         :mod:`kernelcv.machines.multiclass`.
     class_weight : None, "balanced" or dict {label: weight}
         Classifiers: each class's loss terms times its weight, as ``SVC(class_weight=...)``
-        (see :mod:`kernelcv.machines.class_weights`; resolved against the labels when the
+        (see :mod:`kernelcv.machines.weights`; resolved against the labels when the
         machine is fitted or cross-validated). Refused for ``krr`` and ``svr``.
 
     Returns

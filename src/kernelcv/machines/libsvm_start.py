@@ -62,8 +62,8 @@ import warnings
 
 import numpy as np
 
-from .class_weights import ClassWeightedLoss, unweighted
 from .losses import HuberHingeLoss, HuberInsensitiveLoss
+from .weights import WeightedLoss, unweighted
 
 # Training sets from this many rows start the Huber machines from LIBSVM by default
 # (below it the ~1 s import of scikit-learn costs more than the start saves).
@@ -102,11 +102,11 @@ def libsvm_start(K, y, lam, loss, fit_intercept, tol=None):
         no other thread may read ``K`` meanwhile. y : (n,) targets (+-1 for the hinge).
     lam : regularisation.
     loss : :class:`HuberHingeLoss` (-> ``SVC`` with ``C = 1 / (2 n lam (1 + w))``, the
-        solution scaled by ``1 + w``; with class weights ``c`` (a
-        :class:`~kernelcv.machines.class_weights.ClassWeightedLoss`) LIBSVM's
-        ``class_weight`` and the ridge ``4 w lam n / c_j`` per row, since ``c`` times an
-        envelope of parameter ``mu`` is the envelope of parameter ``mu / c`` of ``c``
-        times the hinge) or :class:`HuberInsensitiveLoss` (-> ``SVR`` with
+        solution scaled by ``1 + w``; with row weights ``c_j`` (a
+        :class:`~kernelcv.machines.weights.WeightedLoss`: class and sample weights)
+        LIBSVM's ``sample_weight`` and the ridge ``4 w lam n / c_j`` per row, since ``c``
+        times an envelope of parameter ``mu`` is the envelope of parameter ``mu / c`` of
+        ``c`` times the hinge) or :class:`HuberInsensitiveLoss` (-> ``SVR`` with
         ``C = 1 / (2 n lam)`` and epsilon ``eps - w``; for ``eps < w`` the unsmoothed SVR
         with epsilon ``eps`` and no ridge).
     fit_intercept : whether the machine has an intercept; without one LIBSVM's intercept
@@ -128,10 +128,13 @@ def libsvm_start(K, y, lam, loss, fit_intercept, tol=None):
     options = {"kernel": "precomputed", "tol": LIBSVM_TOL if tol is None else tol,
                "max_iter": LIBSVM_PASSES * max(n, 100)}
     ridge = smoothing_ridge(loss, lam, n)
-    weighted = isinstance(loss, ClassWeightedLoss)
-    if weighted:
-        ridge = ridge / loss.weights(y)  # per row: the envelope of c_j times the hinge
-        options["class_weight"] = {-1.0: loss.negative, 1.0: loss.positive}
+    sample_weight = None
+    if isinstance(loss, WeightedLoss):
+        # per row: c_j times the envelope is the envelope of parameter mu / c_j of c_j
+        # times the hinge; LIBSVM drops the rows of weight 0 (no ridge there)
+        sample_weight = loss.weights(y)
+        positive = sample_weight > 0
+        ridge = np.where(positive, ridge / np.where(positive, sample_weight, 1.0), 0.0)
         loss = loss.base
     if isinstance(loss, HuberHingeLoss):
         if np.unique(y).size != 2:
@@ -155,7 +158,7 @@ def libsvm_start(K, y, lam, loss, fit_intercept, tol=None):
         with warnings.catch_warnings(), config_context(assume_finite=True):
             # A start that hit max_iter is still a start; the Newton solver finishes it.
             warnings.simplefilter("ignore", ConvergenceWarning)
-            model.fit(K_fit, y)
+            model.fit(K_fit, y, sample_weight=sample_weight)
     finally:
         K_fit[on_diagonal, on_diagonal] = diagonal
     alpha = np.zeros(n)

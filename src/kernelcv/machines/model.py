@@ -53,7 +53,7 @@ def fit_scheme(machine: Machine, K, codes, n_classes: int, lam, tol=1e-10, max_i
     intercepts = np.zeros(len(problems))
     n_iter = np.zeros(len(problems), dtype=np.int64)
     done = np.zeros(len(problems), dtype=bool)
-    if (machine.multiclass == "ovo" and machine.class_weights is None
+    if (machine.multiclass == "ovo" and not machine.weighted
             and worth_stacking([p.rows.size for p in problems])):
         # many small pairs: one batched Newton iteration for all (same optima)
         K_stack, y_stack, valid = stack_blocks(K, [p.rows for p in problems],

@@ -477,6 +477,7 @@ class HalvingWalk(CoarseWalk):
             if rows is None or rows.size in tried:
                 break
             context = {**shared, "y": y[rows], "fold_ids": fold_ids[rows],
+                       "machine": shared["machine"].take(rows),
                        "data": method.prepare(X[rows], shared["memory_budget"],
                                               grid.execution.parallel),
                        "warm_starts": WarmStarts()}
