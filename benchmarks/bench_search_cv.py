@@ -13,6 +13,8 @@ Halving / kernelcv, and test accuracy.
     python benchmarks/bench_search_cv.py --sets cancer wine digits synthetic3000 --folds 5 10
     python benchmarks/bench_search_cv.py --sets imbalanced1000 cancer --class-weight balanced \
         --scoring balanced_accuracy --methods default default:auto
+    python benchmarks/bench_search_cv.py --sets cancer synthetic3000 --sample-weight \
+        --methods default default:auto
 """
 
 from __future__ import annotations
@@ -58,9 +60,9 @@ def grid(kind):
             "svc__C": [2.0**k for k in range(-2, 14, 2)]}
 
 
-def timed(search, X, y, X_test, y_test, scoring=None):
+def timed(search, X, y, X_test, y_test, scoring=None, **fit_params):
     tic = time.perf_counter()
-    search.fit(X, y)
+    search.fit(X, y, **fit_params)
     seconds = time.perf_counter() - tic
     predicted = search.predict(X_test)
     if scoring == "balanced_accuracy":
@@ -84,7 +86,8 @@ def probability_line(gs, kernelcv_search, X, y, X_test, y_test):
             f"{log_loss(y_test, p_ours):.4f} ({100 * disagree_ours:.1f} %)")
 
 
-def run(name, folds, split, grid_kind, methods, class_weight=None, scoring=None):
+def run(name, folds, split, grid_kind, methods, class_weight=None, scoring=None,
+        sample_weight=False):
     X, y = SETS[name]()
     X, X_test, y, y_test = train_test_split(X, y, test_size=0.25, stratify=y,
                                             random_state=split)
@@ -92,17 +95,22 @@ def run(name, folds, split, grid_kind, methods, class_weight=None, scoring=None)
     param_grid = grid(grid_kind)
     rows = {}
     pipe = make_pipeline(StandardScaler(), SVC(class_weight=class_weight))
+    # random row weights: scikit-learn takes a Pipeline's as svc__sample_weight
+    weights = (np.random.default_rng(split).uniform(0.5, 2.0, len(y)) if sample_weight
+               else None)
+    theirs = {} if weights is None else {"svc__sample_weight": weights}
+    ours = {} if weights is None else {"sample_weight": weights}
     rows["GridSearchCV"] = timed(GridSearchCV(pipe, param_grid, cv=cv, scoring=scoring),
-                                 X, y, X_test, y_test, scoring)
+                                 X, y, X_test, y_test, scoring, **theirs)
     rows["Halving"] = timed(HalvingGridSearchCV(pipe, param_grid, cv=cv, scoring=scoring,
                                                 random_state=split),
-                            X, y, X_test, y_test, scoring)
+                            X, y, X_test, y_test, scoring, **theirs)
     for entry in methods:  # "method" or "method:screen"
         method, _, screen = entry.partition(":")
         rows[f"kernelcv {entry}"] = timed(
             KernelSearchCV(pipe, param_grid, cv=cv, screen=screen or "off", scoring=scoring,
                            method=None if method == "default" else method),
-            X, y, X_test, y_test, scoring)
+            X, y, X_test, y_test, scoring, **ours)
     print(f"\n{name} (n = {len(y)}), {folds} folds, split {split}, "
           f"{len(param_grid['svc__gamma'])} x {len(param_grid['svc__C'])} grid")
     for label, (seconds, accuracy, _) in rows.items():
@@ -136,12 +144,14 @@ def main():
                         help="SVC(class_weight=...) for every tool")
     parser.add_argument("--scoring", choices=("balanced_accuracy",), default=None,
                         help="the scoring of every search and the test score printed")
+    parser.add_argument("--sample-weight", action="store_true",
+                        help="fit every search with random row weights (uniform 0.5-2)")
     args = parser.parse_args()
     for name in args.sets:
         for folds in args.folds:
             for split in range(args.splits):
                 run(name, folds, split, args.grid, args.methods, args.class_weight,
-                    args.scoring)
+                    args.scoring, args.sample_weight)
 
 
 if __name__ == "__main__":

@@ -114,7 +114,7 @@ def test_methods_without_class_weights_refuse_them(method):
     X, y = problem()
     machine = make_machine("lssvm" if method == "closed-form" else "svm",
                            class_weight="balanced")
-    with pytest.raises(KernelCVError, match="no class weights"):
+    with pytest.raises(KernelCVError, match="no class or sample weights"):
         grid_search(X, y, machine=machine, method=method, gammas=[0.5], lams=[0.01],
                     folds=3)
 
@@ -337,7 +337,7 @@ def test_a_class_weighted_default_search_keeps_its_method_at_any_size():
                            class_weighted=True) == (default, None)
     assert isinstance(method_for_size(default, "svm", ["rbf"], LOW_RANK_FROM, 1,
                                       "100G")[0], FeatureSpace)
-    with pytest.raises(MemoryBudgetError, match="has no class weights"):
+    with pytest.raises(MemoryBudgetError, match="has no class or sample weights"):
         method_for_size(default, "svm", ["rbf"], 5000, 1, "40M", class_weighted=True)
 
 
@@ -388,7 +388,7 @@ def test_cli_select_class_weight_balanced(tmp_path, capsys):
     (["--machine", "svm", "--class-weight", "heavy"], "LABEL:WEIGHT"),
     (["--machine", "krr", "--class-weight", "balanced"], "regressor"),
     (["--machine", "lssvm", "--class-weight", "balanced", "--method", "closed-form"],
-     "no class weights"),
+     "no class or sample weights"),
 ])
 def test_cli_bad_class_weights_are_one_line_errors(tmp_path, capsys, argv, words):
     path = _svm_file(tmp_path)

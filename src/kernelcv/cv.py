@@ -25,10 +25,11 @@ import numpy as np
 from ._threads import blas_threads_for, n_rows
 from .criteria.certificate import UNCERTIFIED
 from .criteria.conditioning import ILL_CONDITIONED
-from .criteria.result import CVResult
+from .criteria.result import CVResult, weigh_errors
 from .criteria.truncation import UNCONVERGED
 from .exceptions import KernelCVError
 from .kernels import GramFactory, make_kernel, resolve_gamma
+from .machines.weights import check_sample_weight
 from .memory import check_dense_budget
 from .selection.methods import BIF, ClosedForm, CVMethod, ExactRefit, parse_order
 from .selection.moved_options import machine_of, split_moved
@@ -71,11 +72,14 @@ def _machine_and_method(machine, method, moved: dict, owner: str):
 
 
 def _prepare(X, y, spec, criterion, kernel, gamma, degree, coef0, folds, random_state,
-             memory_budget):
+             memory_budget, sample_weight=None):
     criterion.bind(spec, kernel)
     X, y, mapping = check_data(X, y, spec.is_classifier, multiclass=True)
     kern = make_kernel(kernel, resolve_gamma(gamma, X), degree, coef0)
     spec = spec.for_labels(mapping, y)
+    if sample_weight is not None:
+        spec = spec.with_sample_weight(check_sample_weight(sample_weight, y.shape[0]))
+        criterion.bind(spec, kernel)  # the methods without weights refuse them
     fold_ids = make_folds(y, folds, spec.is_classifier, random_state)
     n = y.shape[0]
     check_dense_budget(n, n, criterion.dense_matrices,
@@ -94,7 +98,7 @@ def _prepare(X, y, spec, criterion, kernel, gamma, degree, coef0, folds, random_
 
 def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, degree=3,
                    coef0=1.0, folds=10, method="exact", random_state=0, memory_budget=None,
-                   groups=None, **moved) -> CVResult:
+                   groups=None, sample_weight=None, **moved) -> CVResult:
     """Estimate the t-fold cross-validation error of a kernel machine.
 
     Parameters
@@ -144,6 +148,9 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
         same answer, on every call (None: numpy's global random state).
     memory_budget : bytes, "8G", or None (see :mod:`kernelcv.memory`).
     groups : array of n group labels, for a splitter that uses them (``GroupKFold``).
+    sample_weight : array of n weights of the rows' loss terms (finite, >= 0), or None;
+        every fold-out model keeps its rows' weights, the CV error itself is unweighted
+        (:mod:`kernelcv.machines.weights`). Not with ``closed-form``.
     **moved : the flat options of kernelcv 0.1 (``huber_width=``, ``epsilon=``,
         ``fit_intercept=``, ``multiclass=``, ``order=``, ``tol=``), still taken with a
         ``FutureWarning`` that shows the new spelling.
@@ -177,12 +184,13 @@ def cross_validate(X, y, machine="krr", kernel="rbf", gamma=None, lam=1e-3, *, d
     return cross_validate_path(
         X, y, [lam], machine=spec, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
         folds=folds, method=criterion, random_state=random_state,
-        memory_budget=memory_budget, groups=groups)[0]
+        memory_budget=memory_budget, groups=groups, sample_weight=sample_weight)[0]
 
 
 def cross_validate_path(X, y, lams, machine="krr", kernel="rbf", gamma=None, *, degree=3,
                         coef0=1.0, folds=10, method="exact", random_state=0,
-                        memory_budget=None, groups=None, **moved) -> list[CVResult]:
+                        memory_budget=None, groups=None, sample_weight=None,
+                        **moved) -> list[CVResult]:
     """:func:`cross_validate` for several lam values sharing the kernel and the folds.
 
     The Gram matrix is computed once and the method's own per-lam code runs on it
@@ -203,11 +211,11 @@ def cross_validate_path(X, y, lams, machine="krr", kernel="rbf", gamma=None, *, 
     folds = splitter_fold_ids(folds, X, y, groups)
     with blas_threads_for(n_rows(y)):
         return _run_path(X, y, lams, spec, criterion, kernel, gamma, degree, coef0, folds,
-                         random_state, memory_budget)
+                         random_state, memory_budget, sample_weight)
 
 
 def _run_path(X, y, lams, spec, criterion, kernel, gamma, degree, coef0, folds,
-              random_state, memory_budget):
+              random_state, memory_budget, sample_weight=None):
     lams = np.atleast_1d(np.asarray(lams, dtype=object))
     if lams.size == 0:
         raise KernelCVError("give at least one lam value")
@@ -215,10 +223,11 @@ def _run_path(X, y, lams, spec, criterion, kernel, gamma, degree, coef0, folds,
     start = time.perf_counter()
     spec, criterion, K, y, fold_ids, mapping, params, notes = _prepare(
         X, y, spec, criterion, kernel, gamma, degree, coef0, folds, random_state,
-        memory_budget)
+        memory_budget, sample_weight)
     order = criterion.reported_order()
     setup_seconds = time.perf_counter() - start
-    evaluations = criterion.evaluate_lams(K, y, fold_ids, lam_values, spec)
+    evaluations = [weigh_errors(ev, y, fold_ids, spec)
+                   for ev in criterion.evaluate_lams(K, y, fold_ids, lam_values, spec)]
     results = []
     for lam, ev in zip(lam_values, evaluations, strict=True):
         if spec.is_multiclass:

@@ -182,6 +182,30 @@ def fold_errors(y, predictions, fold_ids, metric: str) -> tuple[float, np.ndarra
     return float(losses.mean()), per_fold
 
 
+def weigh_errors(ev, y, fold_ids, machine):
+    """``ev`` with its CV error and per-fold errors weighted by the rows' sample weights
+    of ``machine`` (unchanged without them): ``sum_j s_j e_j / sum_j s_j`` over all rows
+    and over each fold (a fold whose rows all weigh 0 keeps its unweighted mean), as
+    GridSearchCV weighs its scores by the ``sample_weight`` given to ``fit``. ``e_j`` is
+    the 0-1 loss of the held-out class (codes for more than two classes) or the squared
+    error. Recomputed from ``ev.predictions``; O(n)."""
+    weights = machine.row_weights
+    if weights is None:
+        return ev
+    if machine.is_multiclass:
+        losses = (np.asarray(ev.predictions) != np.asarray(y)).astype(np.float64)
+    else:
+        losses = heldout_losses(y, ev.predictions, machine.metric)
+    t = int(fold_ids.max()) + 1
+    mass = np.bincount(fold_ids, weights=weights, minlength=t)
+    weighted = np.bincount(fold_ids, weights=weights * losses, minlength=t)
+    plain = np.bincount(fold_ids, weights=losses, minlength=t) / np.bincount(fold_ids,
+                                                                             minlength=t)
+    ev.fold_errors = np.where(mass > 0, weighted / np.where(mass > 0, mass, 1.0), plain)
+    ev.cv_error = float(np.sum(weights * losses) / np.sum(weights))
+    return ev
+
+
 def heldout_rounding(K, alpha, intercept, fold_ids, curvature) -> tuple[float, float]:
     """How much of each training-fit value a held-out prediction keeps, against rounding.
 

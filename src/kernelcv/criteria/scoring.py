@@ -88,7 +88,7 @@ class HeldoutScore:
                                 f"scoring {self.name!r} needs two classes, got {n_classes}; "
                                 "use 'accuracy' or 'balanced_accuracy' for more classes")
 
-    def fold_losses(self, y, predictions, fold_ids) -> np.ndarray:
+    def fold_losses(self, y, predictions, fold_ids, weights=None) -> np.ndarray:
         """One loss (the negated score) per fold.
 
         Parameters
@@ -97,6 +97,9 @@ class HeldoutScore:
         predictions : (n,) held-out decision values (binary, regression) or held-out
             class codes (more than two classes).
         fold_ids : (n,) fold ids ``0..t-1``.
+        weights : (n,) sample weights or None: each fold's score weighted by its rows'
+            weights (scikit-learn's metric with ``sample_weight``, as GridSearchCV scores
+            when ``fit`` is given ``sample_weight``).
         """
         t = int(fold_ids.max()) + 1
         binary = self.for_classifiers and set(np.unique(y).tolist()) <= {-1.0, 1.0}
@@ -106,8 +109,23 @@ class HeldoutScore:
         losses = np.empty(t)
         for k in range(t):
             at = fold_ids == k
-            losses[k] = -self._score(y[at], predictions[at])
+            losses[k] = -(self._score(y[at], predictions[at]) if weights is None
+                          else self._weighted_score(y[at], predictions[at], weights[at]))
         return losses
+
+    def _weighted_score(self, y, values, weights) -> float:
+        """scikit-learn's metric of this name with ``sample_weight`` (its own function:
+        the weighted forms are rarer, so its per-call checks are paid here)."""
+        import sklearn.metrics  # only weighted scores need it
+
+        if self.name in VALUE_SCORES and np.unique(y).size < 2:
+            raise KernelCVError(f"{self.name} is undefined on a test fold with one class; "
+                                "use stratified folds (an integer cv) or "
+                                "scoring='accuracy'")
+        function, options = METRICS[self.name]
+        value = getattr(sklearn.metrics, function)(np.asarray(y), np.asarray(values),
+                                                   sample_weight=weights, **options)
+        return -float(value) if self.name.startswith("neg_") else float(value)
 
     def _score(self, y, values) -> float:
         """scikit-learn's metric of this name, computed here with numpy: the same

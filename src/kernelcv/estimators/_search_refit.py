@@ -11,11 +11,13 @@ t preprocessings) per candidate; no Gram matrix is shared.
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import cross_validate
+from sklearn.utils import _safe_indexing
 
 
 def fold_splits(fold_ids):
@@ -33,6 +35,10 @@ class FoldByFold:
     ``split{k}_train_score`` / ``mean_train_score`` / ``std_train_score``; the dispatch of
     parallel jobs). ``refit``: with several metrics, the name of the one that chooses
     (None: the first, or the only one). ``n_jobs`` and ``verbose`` as GridSearchCV's.
+    ``fit_params``: what each fit is given besides X and y (``sample_weight``, with a
+    Pipeline's step prefix), cut to the training part, as GridSearchCV's ``**params``;
+    ``sample_weight``: the rows' weights, which then also weigh every score (the test
+    part's, and the training part's), as GridSearchCV weighs an estimator's scores.
     """
 
     n_jobs: int | None = None
@@ -41,6 +47,8 @@ class FoldByFold:
     return_train_score: bool = False
     pre_dispatch: object = "2*n_jobs"
     refit: str | None = None
+    fit_params: dict | None = None
+    sample_weight: np.ndarray | None = None
 
 
 def refit_search(estimator, params, search_params, prefix, X, y, splits, scorer, *, lams,
@@ -66,9 +74,13 @@ def refit_search(estimator, params, search_params, prefix, X, y, splits, scorer,
     for i, candidate in enumerate(search_params):
         model = clone(estimator).set_params(
             **{f"{prefix}{key}": value for key, value in candidate.items()})
-        out = cross_validate(model, X, y, cv=splits, scoring=scorer, n_jobs=n_jobs,
-                             error_score=error_score, return_train_score=return_train_score,
-                             pre_dispatch=pre_dispatch)
+        if options.sample_weight is None:
+            out = cross_validate(model, X, y, cv=splits, scoring=scorer, n_jobs=n_jobs,
+                                 error_score=error_score,
+                                 return_train_score=return_train_score,
+                                 pre_dispatch=pre_dispatch, params=options.fit_params)
+        else:
+            out = weighted_cross_validate(model, X, y, splits, scorer, options)
         for name in names:
             scores[name].append(np.asarray(out[f"test_{name}"], dtype=np.float64))
             if return_train_score:
@@ -120,3 +132,44 @@ def refit_search(estimator, params, search_params, prefix, X, y, splits, scorer,
     results["status"] = np.array(["exact"] * m, dtype=object)
     results["degenerate"] = np.zeros(m, dtype=bool)
     return results, int(np.argmax(finite))
+
+
+def weighted_cross_validate(model, X, y, splits, scorer, options: FoldByFold) -> dict:
+    """scikit-learn's ``cross_validate`` output for one candidate, fitted with the rows'
+    weights and scored with the test (and training) part's weights: each scorer is
+    called as ``scorer(estimator, X, y, sample_weight=w)``, which scikit-learn's scorers
+    and ``estimator.score`` take. (Its ``cross_validate`` passes weights to the scorer
+    only under their plain name, never with a Pipeline's step prefix.) A fit that fails
+    scores ``options.error_score`` (or raises with ``"raise"``). One fold after another;
+    t fits."""
+    scorers = scorer if isinstance(scorer, dict) else {"score": scorer}
+    weights = np.asarray(options.sample_weight)
+    out = {"fit_time": [], "score_time": []}
+    for name in scorers:
+        out[f"test_{name}"] = []
+        if options.return_train_score:
+            out[f"train_{name}"] = []
+    for train, test in splits:
+        fitted = clone(model)
+        fit_params = {key: np.asarray(value)[train]
+                      for key, value in (options.fit_params or {}).items()}
+        tic = time.perf_counter()
+        try:
+            fitted.fit(_safe_indexing(X, train), _safe_indexing(y, train), **fit_params)
+            failed = False
+        except Exception:
+            if isinstance(options.error_score, str) and options.error_score == "raise":
+                raise
+            failed = True
+        out["fit_time"].append(time.perf_counter() - tic)
+        tic = time.perf_counter()
+        for name, function in scorers.items():
+            for part, rows in (("test", test), ("train", train)):
+                if part == "train" and not options.return_train_score:
+                    continue
+                value = options.error_score if failed else function(
+                    fitted, _safe_indexing(X, rows), _safe_indexing(y, rows),
+                    sample_weight=weights[rows])
+                out[f"{part}_{name}"].append(value)
+        out["score_time"].append(time.perf_counter() - tic)
+    return {key: np.asarray(value, dtype=np.float64) for key, value in out.items()}

@@ -25,12 +25,15 @@ import numpy as np
 from ..selection.records import EXACT_STATUS
 
 
-def _fold_scores(losses, sizes, default_classifier):
+def _fold_scores(losses, sizes, default_classifier, weighted=False):
     """Per-fold scores from per-fold losses: ``correct / l_k`` as scikit-learn computes
-    accuracy (default classifier score), else the negated loss."""
+    accuracy (default classifier score; ``1 - loss`` when the rows are weighted), else
+    the negated loss."""
     if losses is None:
         return None
     losses = np.asarray(losses, dtype=np.float64)
+    if default_classifier and weighted:
+        return 1.0 - losses
     if default_classifier and sizes is not None:
         sizes = np.asarray(sizes, dtype=np.int64)
         return (sizes - np.rint(losses * sizes).astype(np.int64)) / sizes
@@ -78,11 +81,12 @@ def rank_scores(means) -> np.ndarray:
 
 
 def cv_results(params, candidates, chosen, *, default_classifier, score_is_error,
-               lams) -> dict:
+               lams, weighted=False) -> dict:
     """GridSearchCV-shaped results from the search's candidate records (user order).
 
     ``chosen`` indexes the candidate the search chose (None: choose the first with the
-    best mean, as GridSearchCV); ``lams`` the searched lam of each candidate. Returns
+    best mean, as GridSearchCV); ``lams`` the searched lam of each candidate; ``weighted``:
+    the fold losses are weighted by sample weights (not counts). Returns
     ``(results, best_index)``.
     """
     n = len(params)
@@ -98,7 +102,8 @@ def cv_results(params, candidates, chosen, *, default_classifier, score_is_error
         reference = min(range(n), key=lambda i: (
             np.inf if candidates[i]["score"] is None else candidates[i]["score"], i))
     values = trusted_values(candidates, reference, score_is_error)
-    splits = [None if v is None else _fold_scores(v[1], c["fold_sizes"], default_classifier)
+    splits = [None if v is None else _fold_scores(v[1], c["fold_sizes"], default_classifier,
+                                                  weighted)
               for v, c in zip(values, candidates, strict=True)]
     counts = {len(c["fold_sizes"]) for c in candidates if c["fold_sizes"] is not None}
     n_splits = counts.pop() if len(counts) == 1 else None

@@ -338,7 +338,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             print(f"[KernelSearchCV] {stage}: {done}/{total}", file=sys.stderr)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y, groups=None):
+    def fit(self, X, y, groups=None, sample_weight=None):
         """Search the grid on (X, y) and refit the best candidate on all data.
 
         Parameters
@@ -348,6 +348,11 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             Class labels of any type, or real targets.
         groups : array-like of shape (n_samples,), default=None
             Group labels for a splitter that uses them (``GroupKFold``).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the rows' loss terms in every fit (each fold-out model keeps its
+            rows' weights), as ``GridSearchCV.fit(X, y, sample_weight=w)`` passes them to
+            ``SVC.fit``; the CV scores stay unweighted, as GridSearchCV's. Not with
+            ``method="rff"``.
 
         Returns
         -------
@@ -398,7 +403,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         method, size_note = method_for_size(
             method, base._machine_name, _grid_kernels(self.param_grid, prefix, base), n,
             execution.workers, execution.memory_budget,
-            class_weighted=getattr(base, "class_weight", None) is not None)
+            class_weighted=getattr(base, "class_weight", None) is not None
+            or sample_weight is not None)
         if size_note is not None and self.screen not in ("auto", "off"):
             raise KernelCVError(f"{size_note}; that search walks the grid itself: give "
                                 "screen='off', or name a method to screen")
@@ -423,10 +429,11 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         if (head is not None and refits or fold_by_fold or self.return_train_score
                 or any_splits):
             self._fit_fold_by_fold(head, base, prefix, params, search_params, lams, X, y,
-                                   folds, classifier, execution.n_jobs)
+                                   folds, classifier, execution.n_jobs, sample_weight)
         else:
             self._fit_fast(head, base, prefix, params, search_params, lams, X, y, folds,
-                           classifier, score, method, rff, safeguards, execution)
+                           classifier, score, method, rff, safeguards, execution,
+                           sample_weight)
             if size_note is not None:
                 self.search_.notes.insert(0, size_note)
         self.best_params_ = params[self.best_index_]
@@ -453,8 +460,10 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.best_index_ = int(index)
 
     def _fit_fold_by_fold(self, head, base, prefix, params, search_params, lams, X, y,
-                          folds, classifier, n_jobs):
+                          folds, classifier, n_jobs, sample_weight=None):
         estimator = clone(self._searched)
+        fit_params = (None if sample_weight is None
+                      else {f"{prefix}sample_weight": np.asarray(sample_weight)})
         if isinstance(folds, list):  # (train, test) pairs that do not partition the rows
             fold_ids, splits = None, folds
         else:
@@ -468,7 +477,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         options = FoldByFold(
             n_jobs=n_jobs, verbose=self.verbose, error_score=self.error_score,
             return_train_score=self.return_train_score, pre_dispatch=self.pre_dispatch,
-            refit=self.refit if self.multimetric_ and not callable(self.refit) else None)
+            refit=self.refit if self.multimetric_ and not callable(self.refit) else None,
+            fit_params=fit_params, sample_weight=sample_weight)
         self.cv_results_, self.best_index_ = refit_search(
             estimator, params, search_params, prefix, X, y,
             fold_splits(fold_ids) if splits is None else splits, self.scorer_, lams=lams,
@@ -481,16 +491,16 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             refit_tic = time.perf_counter()
             chosen = clone(estimator).set_params(
                 **{f"{prefix}{k}": v for k, v in search_params[self.best_index_].items()})
-            self.best_estimator_ = clone(chosen).fit(X, y)
+            self.best_estimator_ = clone(chosen).fit(X, y, **(fit_params or {}))
             self.refit_time_ = time.perf_counter() - refit_tic
             self.calibration_ = None
             if classifier and fold_ids is not None:  # its out-of-fold values: t more fits
                 values = cross_val_predict(chosen, X, y, cv=PredefinedSplit(fold_ids),
-                                           method="decision_function")
+                                           method="decision_function", params=fit_params)
                 self.calibration_ = fit_score_scale(values, class_codes(y))
 
     def _fit_fast(self, head, base, prefix, params, search_params, lams, X, y, folds,
-                  classifier, score, method, rff, safeguards, execution):
+                  classifier, score, method, rff, safeguards, execution, sample_weight=None):
         fitted_head = None if head is None else clone(head).fit(X, y)
         X_search = X if fitted_head is None else fitted_head.transform(X)
         X_checked = base._validate_fit_input(X_search, y, y_numeric=not classifier)[0]
@@ -517,7 +527,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                                          settings, setting_lams),
             folds=folds, random_state=self.random_state, average="folds",
             safeguards=safeguards, execution=execution,
-            screening=Screening(strategy=_screen_strategy(self.screen, n, method)))
+            screening=Screening(strategy=_screen_strategy(self.screen, n, method)),
+            sample_weight=sample_weight)
         self.search_ = result
         warn_edges(result, stacklevel=4)
         lookup = {(order[c["setting"]], float(c["lam"])): i
@@ -529,7 +540,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             chosen = keys.index((order[result.best["setting"]], float(result.best["lam"])))
         self.cv_results_, self.best_index_ = cv_results(
             params, mapped, chosen, default_classifier=classifier and score is None,
-            score_is_error=result.criterion.score_is_error, lams=lams)
+            score_is_error=result.criterion.score_is_error, lams=lams,
+            weighted=sample_weight is not None)
         self._refit_callable()
         self.n_splits_ = result.folds if isinstance(result.folds, int) else None
         if classifier:
@@ -551,10 +563,12 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             self.best_estimator_ = final if fitted_head is None else Pipeline(
                 [*fitted_head.steps, (prefix[:-2], final)])
         elif isinstance(self.estimator, Pipeline):
+            weights = {} if sample_weight is None else {f"{prefix}sample_weight": sample_weight}
             self.best_estimator_ = clone(self._searched).set_params(
-                **{f"{prefix}{k}": v for k, v in best.items()}).fit(X, y)
+                **{f"{prefix}{k}": v for k, v in best.items()}).fit(X, y, **weights)
         else:
-            self.best_estimator_ = clone(base).set_params(**best).fit(X, y)
+            self.best_estimator_ = clone(base).set_params(**best).fit(
+                X, y, sample_weight=sample_weight)
         self.refit_time_ = time.perf_counter() - refit_tic
         self.calibration_ = None
         if classifier and not rff:

@@ -118,6 +118,12 @@ class Machine:
         return replace(self, loss=WeightedLoss(loss, rows=rows))
 
     @property
+    def row_weights(self):
+        """The (n,) sample weights of the rows this machine is given, or None."""
+        rows = self.sample_weight or getattr(self.loss, "rows", None)
+        return None if rows is None else rows.values
+
+    @property
     def row_weighted(self) -> bool:
         """Whether the machine has sample weights (then subsets need :meth:`take`)."""
         return self.sample_weight is not None or getattr(self.loss, "rows", None) is not None

@@ -35,6 +35,7 @@ fast criteria and the refits agree.
 
 from __future__ import annotations
 
+import hashlib
 import numbers
 from dataclasses import dataclass, replace
 
@@ -153,6 +154,12 @@ def check_sample_weight(sample_weight, n_samples: int) -> np.ndarray:
     if not np.any(values > 0):
         raise KernelCVError("sample_weight: every weight is zero; give some rows a positive weight")
     return values
+
+
+def weights_digest(values) -> str:
+    """A short fingerprint of row weights (for a checkpoint's identity). O(n)."""
+    return hashlib.sha256(np.ascontiguousarray(values, dtype=np.float64).tobytes()
+                          ).hexdigest()[:16]
 
 
 def normalise_class_weight(class_weight):

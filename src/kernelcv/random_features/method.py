@@ -206,9 +206,9 @@ class FeatureSpace(CVMethod):
         (:mod:`kernelcv.random_features.multiclass`), and the refinement and final fit
         are the kernelcv multiclass machine (svm: the Huber SVMs of the other methods).
         """
-        if machine.class_weight is not None:
-            raise KernelCVError("method 'rff' has no class weights: use method 'bif' (the "
-                                "default), 'spectral' or 'exact' with class_weight")
+        if machine.class_weight is not None or machine.row_weighted:
+            raise KernelCVError("method 'rff' has no class or sample weights: use method "
+                                "'bif' (the default), 'spectral' or 'exact'")
         check_feature_options(machine.name, kernel, None, self.features, self.feature_map,
                               self.feature_loss)
         check_growth_options(self.max_features, self.min_features, self.feature_time,

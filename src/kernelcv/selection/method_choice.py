@@ -148,8 +148,8 @@ def method_for_size(method: CVMethod, machine: str, kernels, n_samples: int, wor
     budget (:func:`kernelcv.memory.memory_budget`), or from :data:`LOW_RANK_FROM` rows,
     where its O(n^2)-per-candidate fits cost more than the feature space. ``kernels``: the
     kernels of the grid (the feature space approximates rbf only); ``machine``: the
-    machine's name; ``class_weighted``: the machine has class weights, which the feature
-    space does not take (such a search keeps its default method, as above). Raises
+    machine's name; ``class_weighted``: the machine has class or sample weights, which the
+    feature space does not take (such a search keeps its default method, as above). Raises
     :class:`MemoryBudgetError` (one line) where neither fits: a
     kernel or machine the feature space does not take above the budget (below it, and
     from ``LOW_RANK_FROM`` rows, such a search keeps its default method). O(1).
@@ -167,7 +167,7 @@ def method_for_size(method: CVMethod, machine: str, kernels, n_samples: int, wor
         if not low_rank_fits and class_weighted:
             raise MemoryBudgetError(
                 f"{refused}; the low-rank search that takes over above the budget "
-                "(method='rff') has no class weights") from None
+                "(method='rff') has no class or sample weights") from None
         if not low_rank_fits:
             raise MemoryBudgetError(
                 f"{refused}; the low-rank search that takes over above the budget "

@@ -35,7 +35,7 @@ from .._threads import blas_threads_for
 from ..criteria.closed_form import ClosedFormCV
 from ..criteria.evaluate import evaluate_lam
 from ..criteria.multiclass import MulticlassCV
-from ..criteria.result import Criterion
+from ..criteria.result import Criterion, weigh_errors
 from ..criteria.scoring import HeldoutScore
 from ..exceptions import KernelCVError
 from ..kernels import GramFactory
@@ -84,10 +84,11 @@ class GridRun:
 
 
 def refuse_class_weight(machine, method_name: str) -> None:
-    """A one-line error where a method cannot weigh classes (closed-form, gacv, rff)."""
-    if machine.class_weight is not None:
-        raise KernelCVError(f"method {method_name!r} has no class weights: use method 'bif' "
-                            "(the default), 'spectral' or 'exact' with class_weight")
+    """A one-line error where a method cannot weigh classes or rows (closed-form, gacv,
+    rff)."""
+    if machine.class_weight is not None or machine.row_weighted:
+        raise KernelCVError(f"method {method_name!r} has no class or sample weights: use "
+                            "method 'bif' (the default), 'spectral' or 'exact'")
 
 
 @dataclass(frozen=True)
@@ -301,16 +302,18 @@ class CVMethod:
 
     def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
         ev = self._evaluate(K, y, fold_ids, lam, machine, state, previous)
-        return (cv_record(ev, lam, fold_ids, y, self.scoring),
+        return (cv_record(ev, lam, fold_ids, y, self.scoring, machine.row_weights),
                 (ev.fit if ev.fit is not None else previous))
 
     def _evaluate(self, K, y, fold_ids, lam, machine, state, warm, **options):
         """One lam with this method's criterion: the binary machine, or every machine of
         a multiclass scheme when ``state`` is a :class:`MulticlassCV`."""
         if isinstance(state, MulticlassCV):
-            return state.evaluate(lam, machine, self.criterion, warm=warm, **options)
-        return evaluate_lam(K, y, fold_ids, lam, machine, self.criterion, warm=warm,
-                            **self._evaluate_options(state), **options)
+            ev = state.evaluate(lam, machine, self.criterion, warm=warm, **options)
+        else:
+            ev = evaluate_lam(K, y, fold_ids, lam, machine, self.criterion, warm=warm,
+                              **self._evaluate_options(state), **options)
+        return weigh_errors(ev, y, fold_ids, machine)
 
     def _evaluate_options(self, state) -> dict:
         return {}
@@ -336,8 +339,9 @@ class CVMethod:
             else:
                 ev = evaluate_lam(K, y, folds, float(lam), machine, "exact", full_fit=False,
                                   warm=warm)
+            ev = weigh_errors(ev, y, folds, machine)
         result = {"cv_error": ev.cv_error,
-                  "fold_errors": fold_losses(ev, y, folds, self.scoring),
+                  "fold_errors": fold_losses(ev, y, folds, self.scoring, machine.row_weights),
                   "fold_sizes": [int(c) for c in np.bincount(folds)],
                   "seconds": time.perf_counter() - tic}
         if machine.is_multiclass:  # the report's confusion matrix reuses them
@@ -471,7 +475,7 @@ class BIF(CVMethod):
         if self.granularity is None:
             ev = self._evaluate(K, y, fold_ids, lam, machine, state, previous,
                                 order=self.order, tol=self.tol)
-            return (cv_record(ev, lam, fold_ids, y, self.scoring),
+            return (cv_record(ev, lam, fold_ids, y, self.scoring, machine.row_weights),
                     (ev.fit if ev.fit is not None else previous))
         rule, delta = self.granularity, loss_delta(machine)
         choice = bound_rule(rule.epsilon, delta=delta, lam=lam, kappa=state["kappa"],
@@ -493,7 +497,7 @@ class BIF(CVMethod):
             ev = self._evaluate(K, y, folds, lam, machine, problems, adaptive.fit,
                                 order=choice.order, tol=self.tol)
             ev.seconds += adaptive.seconds
-        record = cv_record(ev, lam, folds, y, self.scoring)
+        record = cv_record(ev, lam, folds, y, self.scoring, machine.row_weights)
         record["granularity"] = {"rule": rule.rule, **choice.to_dict(),
                                  "order_adaptive": adaptive.order_used}
         return record, (ev.fit if ev.fit is not None else previous)

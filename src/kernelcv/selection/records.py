@@ -46,15 +46,17 @@ def loss_delta(machine: Machine) -> float:
     return float(getattr(machine.loss, "width", 0.0))
 
 
-def fold_losses(ev, y, folds, scoring: HeldoutScore | None) -> list[float]:
+def fold_losses(ev, y, folds, scoring: HeldoutScore | None, weights=None) -> list[float]:
     """Per-fold values a search minimises: the criterion's errors (0-1 or MSE), or the
-    negated per-fold scores of ``scoring`` computed from the held-out values."""
+    negated per-fold scores of ``scoring`` computed from the held-out values (weighted by
+    the rows' sample ``weights`` when given)."""
     if scoring is None:
         return [float(e) for e in ev.fold_errors]
-    return [float(v) for v in scoring.fold_losses(y, ev.predictions, folds)]
+    return [float(v) for v in scoring.fold_losses(y, ev.predictions, folds, weights)]
 
 
-def cv_record(ev, lam: float, folds, y=None, scoring: HeldoutScore | None = None) -> dict:
+def cv_record(ev, lam: float, folds, y=None, scoring: HeldoutScore | None = None,
+              weights=None) -> dict:
     """The JSON-able record of one :class:`~kernelcv.criteria.evaluate.Evaluation`.
 
     ``unconverged``, ``ill_conditioned`` and ``uncertified`` are the BIF value's flags
@@ -64,7 +66,7 @@ def cv_record(ev, lam: float, folds, y=None, scoring: HeldoutScore | None = None
     scores and their mean (``cv_error`` stays the 0-1 error or MSE); ``y`` are the labels
     the held-out values are scored against.
     """
-    losses = fold_losses(ev, y, folds, scoring)
+    losses = fold_losses(ev, y, folds, scoring, weights)
     return {
         "lam": lam, "score": ev.cv_error if scoring is None else float(np.mean(losses)),
         "cv_error": ev.cv_error, "fold_errors": losses,

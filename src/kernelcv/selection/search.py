@@ -23,6 +23,7 @@ import numpy as np
 
 from ..exceptions import GridEdgeWarning, KernelCVError
 from ..machines import Machine
+from ..machines.weights import check_sample_weight, weights_digest
 from ..reading.rowchunks import as_source
 from ..validation import check_data, make_folds
 from .after_grid.baseline import baseline_note
@@ -149,7 +150,8 @@ class SearchResult:
 def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, folds=10,
                random_state=0, average="pooled", safeguards: Safeguards | None = None,
                execution: Execution | None = None,
-               screening: Screening | SearchStrategy | None = None) -> SearchResult:
+               screening: Screening | SearchStrategy | None = None,
+               sample_weight=None) -> SearchResult:
     """Evaluate every candidate of ``space`` with ``method``, then apply its after-grid step.
 
     Parameters
@@ -177,6 +179,9 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         SearchStrategy`: ``name``, ``enabled``, ``evaluate(grid)``). A strategy that
         evaluates part of the grid combines neither with a checkpoint nor with the
         random-feature method.
+    sample_weight : (n,) weights of the rows' loss terms, or None (see
+        :mod:`kernelcv.machines.weights`; the CV error itself stays unweighted, as
+        GridSearchCV's scores); not with a row source (``--stream``).
 
     Returns
     -------
@@ -195,6 +200,10 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         raise KernelCVError(f"average must be 'pooled' or 'folds', got {average!r}")
     X, y, mapping = check_data(*as_source(X, y), machine.is_classifier, multiclass=True)
     machine = machine.for_labels(mapping, y)
+    if sample_weight is not None:
+        if not isinstance(y, np.ndarray) or getattr(X, "is_row_source", False):
+            raise KernelCVError("sample_weight needs the rows in memory, not streamed")
+        machine = machine.with_sample_weight(check_sample_weight(sample_weight, y.shape[0]))
     if method.scoring is not None:
         method.scoring.check(machine.is_classifier, len(mapping) if mapping else None)
     method = method.bind(machine, space.kernel, random_state)
@@ -213,6 +222,8 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
               **({"multiclass": machine.multiclass} if machine.is_multiclass else {}),
               **({"class_weight": machine.params()["class_weight"]}
                  if machine.class_weight is not None else {}),
+              **({"sample_weight": weights_digest(machine.row_weights)}
+                 if machine.row_weighted else {}),
               "random_state": random_state, "memory_budget": budget}
     if estimate is not None:
         config["memory_estimate"] = int(estimate)
@@ -387,9 +398,12 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         ``scheduler``: parallel execution, one task per kernel setting; ``checkpoint``:
         a JSON Lines file of finished settings, a rerun resumes; ``progress``:
         ``progress(stage, done, total)``; ``memory_budget``: bytes or e.g. ``"8G"``).
-    **moved : the flat options of kernelcv 0.1 (``order=``, ``n_jobs=``,
-        ``huber_width=``, ...), still taken with a ``FutureWarning`` that shows the new
-        spelling (:mod:`kernelcv.selection.moved_options`).
+    **moved : ``sample_weight=``, (n,) weights of the rows' loss terms (see
+        :func:`run_search`; a keyword of its own, kept out of the signature, which holds
+        at most 15 parameters), and ``average=`` (``"pooled"`` or ``"folds"``); the flat
+        options of kernelcv 0.1 (``order=``, ``n_jobs=``, ``huber_width=``, ...), still
+        taken with a ``FutureWarning`` that shows the new spelling
+        (:mod:`kernelcv.selection.moved_options`).
 
     Returns
     -------
@@ -402,7 +416,8 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     (about 1.2 fits at r = 5); exact t fits per lam. Confirmations add ``confirm`` exact
     CVs, an rff refinement one exact CV per visited point.
     """
-    old = split_moved("grid_search", moved, passthrough=("average",))
+    old = split_moved("grid_search", moved, passthrough=("average", "sample_weight"))
+    sample_weight = old.other.get("sample_weight")
     machine_spec = machine_of(machine, old.machine)
     cv_method = make_method(method, machine_spec.name, folds=folds, **old.method)
     average = old.other.get("average", "pooled")
@@ -417,14 +432,16 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
     cv_method, size_note = method_for_size(cv_method, machine_spec.name, [kernel],
                                            _n_rows(X, y), execution.workers,
                                            execution.memory_budget,
-                                           class_weighted=machine_spec.class_weight is not None)
+                                           class_weighted=machine_spec.class_weight is not None
+                                           or sample_weight is not None)
     if size_note is not None and screening.enabled:
         raise KernelCVError(f"{size_note}; that search walks the grid itself: give "
                             "screen='off', or name a method to screen")
     space = SearchSpace.grid(kernel, gammas, degrees, lams, Cs=Cs, **params)
     result = run_search(X, y, machine_spec, cv_method, space,
                         folds=folds, random_state=random_state, average=average,
-                        safeguards=guards, execution=execution, screening=screening)
+                        safeguards=guards, execution=execution, screening=screening,
+                        sample_weight=sample_weight)
     if size_note is not None:
         result.notes.insert(0, size_note)
     warn_edges(result)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .._threads import blas_threads_for
-from ..criteria.result import Criterion
+from ..criteria.result import Criterion, weigh_errors
 from ..criteria.spectral import TOLERANCE, spectral_evaluations
 from ..exceptions import KernelCVError
 from .methods import CVMethod
@@ -71,7 +71,8 @@ class Spectral(CVMethod):
             evaluations = self.evaluate_lams(K, y, fold_ids, lams, machine)
         records = []
         for lam, ev in zip(lams, evaluations, strict=True):
-            record = cv_record(ev, float(lam), fold_ids, y, self.scoring)
+            ev = weigh_errors(ev, y, fold_ids, machine)
+            record = cv_record(ev, float(lam), fold_ids, y, self.scoring, machine.row_weights)
             record["seconds"] += setup
             records.append(record)
         return records

@@ -1,0 +1,279 @@
+"""Sample weights (``fit(X, y, sample_weight=w)``) through the machines, every CV method
+that takes them and the search, against independent references: scikit-learn's
+KernelRidge and SVC with sample weights, the weighted optimality conditions, refits of
+the estimators on each training part with its rows' weights, and GridSearchCV itself
+searching kernelcv's estimator with the same weights."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.datasets import make_classification, make_regression
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.metrics import accuracy_score
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+from kernelcv import KernelCVError, KernelSearchCV, cross_validate, grid_search, make_machine
+from kernelcv.criteria.evaluate import evaluate_lam
+from kernelcv.criteria.multiclass import MulticlassCV
+from kernelcv.criteria.spectral import spectral_evaluations
+from kernelcv.estimators import (
+    HuberSVMClassifier,
+    KernelRidgeRegressor,
+    L2SVMClassifier,
+    LSSVMClassifier,
+)
+from kernelcv.kernels import make_kernel
+from kernelcv.validation import check_data
+
+ESTIMATORS = {"svm": HuberSVMClassifier, "l2svm": L2SVMClassifier, "lssvm": LSSVMClassifier}
+
+
+def problem(n=60, classes=2, seed=0):
+    return make_classification(n, 4, n_informative=3, n_redundant=0, n_classes=classes,
+                               n_clusters_per_class=1, flip_y=0.05, random_state=seed)
+
+
+def weights_for(n, seed, zeros=0.1):
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(0.2, 4.0, n)
+    w[rng.random(n) < zeros] = 0.0
+    return w
+
+
+def gram(X, gamma):
+    return make_kernel("rbf", gamma)(X)
+
+
+def folds_of(y, t=4, seed=0):
+    fold_ids = np.empty(len(y), dtype=np.intp)
+    for i, (_, test) in enumerate(StratifiedKFold(t, shuffle=True,
+                                                  random_state=seed).split(y, y)):
+        fold_ids[test] = i
+    return fold_ids
+
+
+def weighted_machine(name, X, y, w, **options):
+    X, codes, mapping = check_data(X, y, True, multiclass=True)
+    machine = make_machine(name, **options).for_labels(mapping, codes).with_sample_weight(w)
+    return machine, codes, mapping
+
+
+def manual_refit_cv(name, X, y, w, fold_ids, gamma, lam, **options):
+    """Held-out labels of the estimator refitted on each training part with its rows'
+    weights (the estimator's fit path, not the CV code)."""
+    predictions = np.empty(len(y), dtype=y.dtype)
+    for i in range(fold_ids.max() + 1):
+        train = fold_ids != i
+        model = ESTIMATORS[name](gamma=gamma, lam=lam, tol=1e-12, **options).fit(
+            X[train], y[train], sample_weight=w[train])
+        predictions[~train] = model.predict(X[~train])
+    return predictions
+
+
+# -- one fit -------------------------------------------------------------------------------
+
+
+def test_weighted_krr_is_kernel_ridge_with_sample_weights():
+    X, y = make_regression(50, 4, noise=0.5, random_state=1)
+    w = weights_for(50, 1)
+    lam = 0.01
+    ours = KernelRidgeRegressor(gamma=0.2, lam=lam).fit(X, y, sample_weight=w)
+    reference = KernelRidge(alpha=50 * lam, kernel="rbf", gamma=0.2).fit(X, y,
+                                                                         sample_weight=w)
+    assert np.allclose(ours.predict(X), reference.predict(X), atol=1e-8)
+    assert not np.allclose(ours.predict(X), KernelRidgeRegressor(gamma=0.2, lam=lam)
+                           .fit(X, y).predict(X), atol=1e-3)
+
+
+def test_huber_svm_with_sample_weights_is_close_to_svc():
+    X, y = problem(n=120, seed=5)
+    w = weights_for(120, 5, zeros=0.0)
+    ours = HuberSVMClassifier(gamma=0.3, lam=1 / (2 * 120 * 2.0)).fit(X, y, sample_weight=w)
+    svc = SVC(gamma=0.3, C=2.0).fit(X, y, sample_weight=w)
+    assert np.max(np.abs(ours.decision_function(X) - svc.decision_function(X))) < 0.05
+
+
+@pytest.mark.parametrize("name, start", [("svm", "given"), ("svm", "libsvm"),
+                                         ("l2svm", "given")])
+def test_sample_and_class_weights_meet_the_optimality_conditions(name, start):
+    # (1/n) c_j L'_j + 2 lam alpha_j = 0 and sum_j c_j L'_j = 0, c_j = s_j times the class
+    # weight; rows of weight 0 have alpha_j = 0
+    X, y = problem(n=70, seed=3)
+    w = weights_for(70, 3)
+    machine, codes, _ = weighted_machine(name, X, y, w, class_weight={1: 2.5})
+    K = gram(X, 0.4)
+    lam = 0.005
+    fit = machine.fit(K, codes, lam, start=start)
+    f = K @ fit.alpha + fit.intercept
+    c = w * np.where(codes > 0, 2.5, 1.0)
+    margin = codes * f
+    slope = (np.clip((1 - margin + 0.01) / 0.02, 0, 1) if name == "svm"
+             else 2 * np.maximum(0.0, 1 - margin))
+    derivative = -codes * slope
+    assert np.max(np.abs(c * derivative / len(codes) + 2 * lam * fit.alpha)) < 1e-8
+    assert abs(np.sum(c * derivative)) < 1e-7
+    assert np.all(fit.alpha[w == 0] == 0)
+
+
+@pytest.mark.parametrize("bad, words", [
+    (np.ones(5), "one weight per sample"),
+    (-np.ones(60), "finite and >= 0"),
+    (np.full(60, np.nan), "finite and >= 0"),
+    (np.zeros(60), "every weight is zero"),
+    ("heavy", "array of numbers"),
+])
+def test_bad_sample_weights_are_one_line_errors(bad, words):
+    X, y = problem()
+    with pytest.raises(KernelCVError, match=words):
+        cross_validate(X, y, machine="svm", gamma=0.3, lam=0.01, folds=3,
+                       sample_weight=bad)
+
+
+@pytest.mark.parametrize("method", ["closed-form", "rff", "gacv"])
+def test_methods_without_weights_refuse_sample_weights(method):
+    X, y = problem()
+    with pytest.raises(KernelCVError, match="no class or sample weights"):
+        grid_search(X, y, machine="lssvm" if method == "closed-form" else "svm",
+                    method=method, gammas=[0.5], lams=[0.01], folds=3,
+                    sample_weight=weights_for(60, 0))
+
+
+# -- cross-validation ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["svm", "l2svm", "lssvm"])
+@pytest.mark.parametrize("classes, scheme", [(2, "ovo"), (3, "ovo"), (3, "ovr")])
+def test_exact_cv_with_sample_weights_equals_refits(name, classes, scheme):
+    X, y = problem(n=90, classes=classes, seed=6)
+    w = weights_for(90, 6)
+    fold_ids = folds_of(y)
+    machine, codes, mapping = weighted_machine(name, X, y, w, multiclass=scheme,
+                                               class_weight={0: 0.5})
+    K = gram(X, 0.4)
+    lam = 2e-3
+    if classes == 2:
+        ev = evaluate_lam(K, codes, fold_ids, lam, machine, "exact")
+        ours = np.where(ev.predictions > 0, mapping[1], mapping[-1])
+    else:
+        ev = MulticlassCV(K, codes, fold_ids, machine).evaluate(lam, machine, "exact")
+        ours = np.unique(y)[ev.predictions]
+    reference = manual_refit_cv(name, X, y, w, fold_ids, 0.4, lam, multiclass=scheme,
+                                class_weight={0: 0.5})
+    assert np.array_equal(ours, reference)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), name=st.sampled_from(["svm", "l2svm", "lssvm"]),
+       lam=st.floats(1e-4, 1.0), gamma=st.floats(0.05, 2.0), intercept=st.booleans(),
+       t=st.integers(2, 6), zeros=st.sampled_from([0.0, 0.2]))
+def test_fast_criteria_with_sample_weights_equal_refit_cv(seed, name, lam, gamma, intercept,
+                                                          t, zeros):
+    X, y = problem(n=40, seed=seed % 50)
+    w = weights_for(40, seed, zeros)
+    fold_ids = folds_of(y, t, seed)
+    machine, codes, _ = weighted_machine(name, X, y, w, fit_intercept=intercept)
+    K = gram(X, gamma)
+    exact = evaluate_lam(K, codes, fold_ids, lam, machine, "exact")
+    scale = 1.0 + np.max(np.abs(exact.predictions))
+    if name == "lssvm":  # order inf is exact for the square loss
+        bif = evaluate_lam(K, codes, fold_ids, lam, machine, "bif", order="inf")
+        assert np.max(np.abs(bif.predictions - exact.predictions)) < 1e-7 * scale
+    spectral = spectral_evaluations(K, codes, fold_ids, [lam], machine, tol=1e-12)[0]
+    assert np.max(np.abs(spectral.predictions - exact.predictions)) < 1e-5 * scale
+
+
+def test_order_inf_with_sample_weights_is_the_refit_for_a_smooth_loss():
+    X, y = problem(n=80, seed=8)
+    w = weights_for(80, 8)
+    fold_ids = folds_of(y, 5)
+    machine, codes, _ = weighted_machine("l2svm", X, y, w)
+    K = gram(X, 0.2)
+    exact = evaluate_lam(K, codes, fold_ids, 0.5, machine, "exact")
+    bif = evaluate_lam(K, codes, fold_ids, 0.5, machine, "bif", order="inf")
+    assert np.max(np.abs(bif.predictions - exact.predictions)) < 1e-8
+
+
+# -- the searches --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("screen", ["off", "halving"])
+def test_grid_search_confirms_by_weighted_refits(screen):
+    X, y = problem(n=150, seed=9)
+    w = weights_for(150, 9)
+    result = grid_search(X, y, machine="svm", gammas=[0.1, 0.5, 2.0],
+                         lams=[1e-3, 1e-2, 1e-1], folds=4, screen=screen, sample_weight=w)
+    assert "sample_weight" in result.config
+    best = result.best
+    reference = manual_refit_cv("svm", X, y, w, result.fold_ids, best["gamma"], best["lam"])
+    # the CV error is weighted by the held-out rows' weights, as GridSearchCV's scores
+    assert best["exact_error"] == pytest.approx(np.sum(w * (reference != y)) / np.sum(w))
+    plain = grid_search(X, y, machine="svm", gammas=[0.1, 0.5, 2.0], lams=[1e-3, 1e-2, 1e-1],
+                        folds=4, screen=screen)
+    assert "sample_weight" not in plain.config
+
+
+def test_kernel_search_cv_sample_weight_is_gridsearchcvs():
+    # the fast path (exact refits sharing the Gram matrix) and GridSearchCV searching
+    # kernelcv's own estimator with the same weights give the same scores
+    X, y = problem(n=120, seed=10)
+    w = weights_for(120, 10)
+    cv = StratifiedKFold(4, shuffle=True, random_state=0)
+    grid = {"gamma": [0.1, 0.5], "lam": [1e-3, 1e-2]}
+    ours = KernelSearchCV(HuberSVMClassifier(tol=1e-12), grid, cv=cv, method="exact").fit(
+        X, y, sample_weight=w)
+    reference = GridSearchCV(HuberSVMClassifier(tol=1e-12), grid, cv=cv).fit(
+        X, y, sample_weight=w)
+    assert np.allclose(ours.cv_results_["mean_test_score"],
+                       reference.cv_results_["mean_test_score"])
+    assert ours.best_params_ == reference.best_params_
+    assert np.allclose(ours.best_estimator_.dual_coef_, reference.best_estimator_.dual_coef_,
+                       atol=1e-8)
+    # the default method (BIF, confirmed by exact refits) picks a candidate whose exact
+    # score is GridSearchCV's best
+    fast = KernelSearchCV(HuberSVMClassifier(), grid, cv=cv).fit(X, y, sample_weight=w)
+    assert reference.cv_results_["mean_test_score"][fast.best_index_] == pytest.approx(
+        reference.best_score_)
+
+
+def test_kernel_search_cv_pipeline_sample_weight_weighs_fits_and_scores():
+    # fold by fold (method="exact" refits the scaler on each training part): the weights
+    # reach the last step's fit and weigh each test part's accuracy, as the fast path's
+    X, y = problem(n=100, seed=11)
+    w = weights_for(100, 11)
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    pipe = make_pipeline(StandardScaler(), SVC())
+    grid = {"svc__gamma": [0.1, 0.5], "svc__C": [1.0, 8.0]}
+    ours = KernelSearchCV(pipe, grid, cv=cv, method="exact").fit(X, y, sample_weight=w)
+    for params, mean in zip(ours.cv_results_["params"], ours.cv_results_["mean_test_score"],
+                            strict=True):
+        scores = []
+        for train, test in cv.split(X, y):
+            model = make_pipeline(StandardScaler(), HuberSVMClassifier(
+                gamma=params["svc__gamma"], lam=1 / (2 * 100 * params["svc__C"]), tol=1e-12))
+            model.fit(X[train], y[train], hubersvmclassifier__sample_weight=w[train])
+            scores.append(accuracy_score(y[test], model.predict(X[test]),
+                                         sample_weight=w[test]))
+        assert mean == pytest.approx(np.mean(scores))
+    unweighted = KernelSearchCV(pipe, grid, cv=cv, method="exact").fit(X, y)
+    assert not np.allclose(unweighted.best_estimator_[-1].dual_coef_,
+                           ours.best_estimator_[-1].dual_coef_)
+
+
+def test_weighted_train_scores_fold_by_fold():
+    X, y = problem(n=90, seed=12)
+    w = weights_for(90, 12)
+    cv = StratifiedKFold(3, shuffle=True, random_state=1)
+    search = KernelSearchCV(HuberSVMClassifier(tol=1e-12), {"gamma": [0.3], "lam": [0.01]},
+                            cv=cv, method="exact", return_train_score=True).fit(
+        X, y, sample_weight=w)
+    train_scores = []
+    for train, _ in cv.split(X, y):
+        model = HuberSVMClassifier(gamma=0.3, lam=0.01, tol=1e-12).fit(
+            X[train], y[train], sample_weight=w[train])
+        train_scores.append(accuracy_score(y[train], model.predict(X[train]),
+                                           sample_weight=w[train]))
+    assert search.cv_results_["mean_train_score"][0] == pytest.approx(np.mean(train_scores))
