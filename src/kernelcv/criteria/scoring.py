@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..exceptions import KernelCVError
+from ..machines.calibration import fit_scheme_scale, machine_probabilities
 
 _AVERAGED = tuple(f"{name}_{average}" for name in ("f1", "precision", "recall")
                   for average in ("macro", "micro", "weighted"))
@@ -30,7 +31,12 @@ _AVERAGED = tuple(f"{name}_{average}" for name in ("f1", "precision", "recall")
 BINARY_SCORES = ("roc_auc", "average_precision", "f1", "precision", "recall")
 #: Scores computed from the held-out decision values themselves, not the labels.
 VALUE_SCORES = ("roc_auc", "average_precision")
-CLASSIFICATION_SCORES = ("accuracy", "balanced_accuracy", *BINARY_SCORES, *_AVERAGED)
+#: Scores of class probabilities: each test fold's held-out values are scaled to
+#: probabilities by a scale fitted on the other folds' held-out values (cross-fitted, as
+#: :mod:`kernelcv.machines.calibration` fits the chosen model's on all of them).
+PROBABILITY_SCORES = ("neg_log_loss",)
+CLASSIFICATION_SCORES = ("accuracy", "balanced_accuracy", *BINARY_SCORES, *_AVERAGED,
+                         *PROBABILITY_SCORES)
 REGRESSION_SCORES = ("neg_mean_squared_error", "neg_root_mean_squared_error",
                      "neg_mean_absolute_error", "r2")
 SCORES = CLASSIFICATION_SCORES + REGRESSION_SCORES
@@ -45,6 +51,7 @@ METRICS = {"accuracy": ("accuracy_score", {}),
            **{name: (f"{name}_score", {}) for name in ("f1", "precision", "recall")},
            **{name: (f"{name.split('_')[0]}_score", {"average": name.split("_")[1]})
               for name in _AVERAGED},
+           "neg_log_loss": ("log_loss", {}),
            "neg_mean_squared_error": ("mean_squared_error", {}),
            "neg_root_mean_squared_error": ("root_mean_squared_error", {}),
            "neg_mean_absolute_error": ("mean_absolute_error", {}), "r2": ("r2_score", {})}
@@ -88,7 +95,7 @@ class HeldoutScore:
                                 f"scoring {self.name!r} needs two classes, got {n_classes}; "
                                 "use 'accuracy' or 'balanced_accuracy' for more classes")
 
-    def fold_losses(self, y, predictions, fold_ids, weights=None) -> np.ndarray:
+    def fold_losses(self, y, predictions, fold_ids, weights=None, scheme=None) -> np.ndarray:
         """One loss (the negated score) per fold.
 
         Parameters
@@ -100,7 +107,12 @@ class HeldoutScore:
         weights : (n,) sample weights or None: each fold's score weighted by its rows'
             weights (scikit-learn's metric with ``sample_weight``, as GridSearchCV scores
             when ``fit`` is given ``sample_weight``).
+        scheme : ``(n_classes, "ovo" | "ovr")`` of a multiclass machine, for the scores
+            of :data:`PROBABILITY_SCORES`, whose ``predictions`` are then the (n, m)
+            machines' held-out values (the (n,) values for two classes).
         """
+        if self.name in PROBABILITY_SCORES:
+            return _log_losses(y, predictions, fold_ids, weights, scheme)
         t = int(fold_ids.max()) + 1
         binary = self.for_classifiers and set(np.unique(y).tolist()) <= {-1.0, 1.0}
         if self.for_classifiers and self.name not in VALUE_SCORES:
@@ -137,6 +149,29 @@ class HeldoutScore:
                                 "scoring='accuracy'")
         value = _METRIC_FUNCTIONS[self.name](np.asarray(y), np.asarray(values))
         return -value if self.name.startswith("neg_") else value
+
+
+def _log_losses(y, values, fold_ids, weights, scheme) -> np.ndarray:
+    """Per fold the log-loss of its rows' class probabilities, the scale fitted on the
+    other folds' held-out values (:func:`kernelcv.machines.calibration.fit_scheme_scale`;
+    scikit-learn's ``log_loss``, weighted by ``weights`` when given). O(n k) per fold plus
+    the scale's fit."""
+    import sklearn.metrics  # scoring by probabilities only
+
+    n_classes, strategy = (2, None) if scheme is None else scheme
+    y = np.asarray(y)
+    codes = (y > 0).astype(np.intp) if n_classes == 2 else y.astype(np.intp)
+    values = np.asarray(values, dtype=np.float64)
+    t = int(fold_ids.max()) + 1
+    losses = np.empty(t)
+    for k in range(t):
+        at = fold_ids == k
+        scale = fit_scheme_scale(values[~at], codes[~at], n_classes, strategy)
+        p = machine_probabilities(scale, values[at], n_classes, strategy)
+        losses[k] = sklearn.metrics.log_loss(
+            codes[at], p, labels=np.arange(n_classes),
+            sample_weight=None if weights is None else weights[at])
+    return losses
 
 
 def _accuracy(y, predicted) -> float:

@@ -22,7 +22,7 @@ from sklearn.model_selection import PredefinedSplit, cross_val_predict
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..criteria.scoring import SCORES, HeldoutScore
+from ..criteria.scoring import PROBABILITY_SCORES, SCORES, HeldoutScore
 from ..exceptions import KernelCVError
 from ..machines import make_machine
 from ..machines.calibration import PairScale, fit_score_scale
@@ -637,7 +637,9 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
     def score(self, X, y):
         """``best_estimator_.score`` (accuracy or R^2) when ``scoring`` is None, as
         GridSearchCV; else ``scorer_(best_estimator_, X, y)`` (several metrics: the
-        ``refit`` one's, or the estimator's own score with a callable ``refit``)."""
+        ``refit`` one's, or the estimator's own score with a callable ``refit``); a
+        probability score (``neg_log_loss``) is taken of the search's own
+        ``predict_proba``."""
         estimator = self._check_refit("score")
         if self.scoring is None:
             return estimator.score(X, y)
@@ -645,6 +647,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             if callable(self.refit):
                 return estimator.score(X, y)
             return self.scorer_[self.refit](estimator, X, y)
+        if self.scoring in PROBABILITY_SCORES:  # the search's calibrated probabilities
+            return self.scorer_(self, X, y)
         return self.scorer_(estimator, X, y)
 
     def __sklearn_is_fitted__(self):

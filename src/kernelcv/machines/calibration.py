@@ -175,3 +175,16 @@ def _predicted_on_top(p, predicted) -> np.ndarray:
         p[tied] *= 1.0 - 1e-9
         p[tied, predicted[tied]] += 1e-9
     return p
+
+
+def fit_scheme_scale(values, codes, n_classes: int, scheme: str) -> ScoreScale | PairScale:
+    """The probability scale of a model's out-of-fold decision values: (n,) for two
+    classes (codes 0/1), else (n, m) binary machines' values of the one-vs-one
+    (:class:`PairScale`) or one-vs-rest scheme (:class:`ScoreScale` of the class
+    scores); ``codes`` the true classes."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 2 and scheme == "ovo":
+        return fit_pair_scale(values, codes, n_classes)
+    if values.ndim == 2:
+        values = class_scores(values, n_classes, scheme)
+    return fit_score_scale(values, codes)

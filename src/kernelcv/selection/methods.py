@@ -302,7 +302,7 @@ class CVMethod:
 
     def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
         ev = self._evaluate(K, y, fold_ids, lam, machine, state, previous)
-        return (cv_record(ev, lam, fold_ids, y, self.scoring, machine.row_weights),
+        return (cv_record(ev, lam, fold_ids, y, self.scoring, machine),
                 (ev.fit if ev.fit is not None else previous))
 
     def _evaluate(self, K, y, fold_ids, lam, machine, state, warm, **options):
@@ -341,7 +341,7 @@ class CVMethod:
                                   warm=warm)
             ev = weigh_errors(ev, y, folds, machine)
         result = {"cv_error": ev.cv_error,
-                  "fold_errors": fold_losses(ev, y, folds, self.scoring, machine.row_weights),
+                  "fold_errors": fold_losses(ev, y, folds, self.scoring, machine),
                   "fold_sizes": [int(c) for c in np.bincount(folds)],
                   "seconds": time.perf_counter() - tic}
         if machine.is_multiclass:  # the report's confusion matrix reuses them
@@ -475,7 +475,7 @@ class BIF(CVMethod):
         if self.granularity is None:
             ev = self._evaluate(K, y, fold_ids, lam, machine, state, previous,
                                 order=self.order, tol=self.tol)
-            return (cv_record(ev, lam, fold_ids, y, self.scoring, machine.row_weights),
+            return (cv_record(ev, lam, fold_ids, y, self.scoring, machine),
                     (ev.fit if ev.fit is not None else previous))
         rule, delta = self.granularity, loss_delta(machine)
         choice = bound_rule(rule.epsilon, delta=delta, lam=lam, kappa=state["kappa"],
@@ -497,7 +497,7 @@ class BIF(CVMethod):
             ev = self._evaluate(K, y, folds, lam, machine, problems, adaptive.fit,
                                 order=choice.order, tol=self.tol)
             ev.seconds += adaptive.seconds
-        record = cv_record(ev, lam, folds, y, self.scoring, machine.row_weights)
+        record = cv_record(ev, lam, folds, y, self.scoring, machine)
         record["granularity"] = {"rule": rule.rule, **choice.to_dict(),
                                  "order_adaptive": adaptive.order_used}
         return record, (ev.fit if ev.fit is not None else previous)

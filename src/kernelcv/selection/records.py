@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..criteria.scoring import HeldoutScore
+from ..criteria.scoring import PROBABILITY_SCORES, HeldoutScore
 from ..exceptions import KernelCVError
 from ..kernels import GramFactory, make_kernel
 from ..machines import Machine
@@ -46,17 +46,22 @@ def loss_delta(machine: Machine) -> float:
     return float(getattr(machine.loss, "width", 0.0))
 
 
-def fold_losses(ev, y, folds, scoring: HeldoutScore | None, weights=None) -> list[float]:
+def fold_losses(ev, y, folds, scoring: HeldoutScore | None, machine=None) -> list[float]:
     """Per-fold values a search minimises: the criterion's errors (0-1 or MSE), or the
     negated per-fold scores of ``scoring`` computed from the held-out values (weighted by
-    the rows' sample ``weights`` when given)."""
+    ``machine``'s sample weights when it has them; a probability score of a multiclass
+    machine reads its machines' values)."""
     if scoring is None:
         return [float(e) for e in ev.fold_errors]
-    return [float(v) for v in scoring.fold_losses(y, ev.predictions, folds, weights)]
+    weights = None if machine is None else machine.row_weights
+    values, scheme = ev.predictions, None
+    if machine is not None and machine.is_multiclass and scoring.name in PROBABILITY_SCORES:
+        values, scheme = ev.decisions, (machine.n_classes, machine.multiclass)
+    return [float(v) for v in scoring.fold_losses(y, values, folds, weights, scheme)]
 
 
 def cv_record(ev, lam: float, folds, y=None, scoring: HeldoutScore | None = None,
-              weights=None) -> dict:
+              machine=None) -> dict:
     """The JSON-able record of one :class:`~kernelcv.criteria.evaluate.Evaluation`.
 
     ``unconverged``, ``ill_conditioned`` and ``uncertified`` are the BIF value's flags
@@ -66,7 +71,7 @@ def cv_record(ev, lam: float, folds, y=None, scoring: HeldoutScore | None = None
     scores and their mean (``cv_error`` stays the 0-1 error or MSE); ``y`` are the labels
     the held-out values are scored against.
     """
-    losses = fold_losses(ev, y, folds, scoring, weights)
+    losses = fold_losses(ev, y, folds, scoring, machine)
     return {
         "lam": lam, "score": ev.cv_error if scoring is None else float(np.mean(losses)),
         "cv_error": ev.cv_error, "fold_errors": losses,

@@ -72,7 +72,7 @@ class Spectral(CVMethod):
         records = []
         for lam, ev in zip(lams, evaluations, strict=True):
             ev = weigh_errors(ev, y, fold_ids, machine)
-            record = cv_record(ev, float(lam), fold_ids, y, self.scoring, machine.row_weights)
+            record = cv_record(ev, float(lam), fold_ids, y, self.scoring, machine)
             record["seconds"] += setup
             records.append(record)
         return records

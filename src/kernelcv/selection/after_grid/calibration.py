@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...machines.calibration import PairScale, ScoreScale, fit_pair_scale, fit_score_scale
-from ...machines.multiclass import class_scores
+from ...machines.calibration import PairScale, ScoreScale, fit_scheme_scale
 from ...validation import check_data
 
 __all__ = ["calibrate_choice", "class_codes"]
@@ -37,8 +36,4 @@ def calibrate_choice(result, index, best, X_checked, y) -> ScoreScale | PairScal
             X_checked, y_encoded, result.fold_ids, setting, float(best["lam"]),
             int(best["n_folds"]), machine=machine)
         values = np.asarray(found["heldout_values"], dtype=np.float64)
-    if values.ndim == 2 and machine.multiclass == "ovo":
-        return fit_pair_scale(values, class_codes(y), machine.n_classes)
-    if values.ndim == 2:
-        values = class_scores(values, machine.n_classes, machine.multiclass)
-    return fit_score_scale(values, class_codes(y))
+    return fit_scheme_scale(values, class_codes(y), machine.n_classes, machine.multiclass)
