@@ -2,6 +2,7 @@
 its solution is the Newton solver's optimum up to LIBSVM's tolerance; the same optimum as
 the Newton solve from zero with far fewer Newton iterations; the Gram matrix untouched."""
 
+import importlib
 from dataclasses import replace
 
 import numpy as np
@@ -9,10 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import make_classification, make_regression
-from sklearn.svm import SVC, SVR
+from sklearn.svm import SVC, SVR, _libsvm
 
 from kernelcv import KernelCVError, make_kernel, make_machine
 from kernelcv.machines.libsvm_start import libsvm_start
+
+# the module itself (kernelcv.machines re-exports its function under the same name)
+libsvm_start_module = importlib.import_module("kernelcv.machines.libsvm_start")
 
 
 def _classification(n, seed, gamma):
@@ -66,13 +70,43 @@ def test_the_gram_matrix_is_restored_bit_for_bit(monkeypatch):
     assert libsvm_start(K, y, 1e-3, loss, fit_intercept=True) is not None
     assert np.array_equal(K, before)
 
-    def broken(self, *args, **kwargs):
+    def broken(*args, **kwargs):
         raise RuntimeError("LIBSVM failed")
 
-    monkeypatch.setattr(SVC, "fit", broken)
+    monkeypatch.setattr(_libsvm, "fit", broken)
     with pytest.raises(RuntimeError, match="LIBSVM failed"):
         libsvm_start(K, y, 1e-3, loss, fit_intercept=True)
     assert np.array_equal(K, before)
+
+
+@pytest.mark.parametrize("name, first_label, weighted", [
+    ("svm", 1.0, False), ("svm", -1.0, False), ("svm", 1.0, True), ("svr", None, False),
+    ("svr", None, True)])
+def test_libsvms_own_binding_gives_svc_and_svrs_start(monkeypatch, name, first_label,
+                                                       weighted):
+    # the start calls LIBSVM through scikit-learn's binding; where that binding is gone,
+    # SVC / SVR themselves: the same (alpha, intercept) either way, whichever class
+    # comes first in the data
+    if name == "svm":
+        K, y = _classification(90, 7, 0.5)
+        first = int(np.flatnonzero(y == first_label)[0])
+        order = np.r_[first, np.delete(np.arange(y.size), first)]
+        K, y = K[np.ix_(order, order)], y[order]
+    else:
+        X, y = make_regression(90, 4, noise=0.3, random_state=7)
+        K = make_kernel("rbf", 0.3)(X)
+    machine = make_machine(name)
+    if weighted:
+        machine = machine.with_sample_weight(np.random.default_rng(0).uniform(0.2, 3, 90))
+    direct = libsvm_start(K, y, 1e-3, machine.loss, fit_intercept=True)
+
+    def gone():
+        raise AttributeError("no such binding")
+
+    monkeypatch.setattr(libsvm_start_module, "_binding", gone)
+    fallback = libsvm_start(K, y, 1e-3, machine.loss, fit_intercept=True)
+    np.testing.assert_allclose(direct[0], fallback[0], atol=1e-10)
+    assert direct[1] == pytest.approx(fallback[1], abs=1e-10)
 
 
 def test_a_read_only_gram_matrix_is_not_written():

@@ -23,6 +23,7 @@ machines (``f = K alpha``). ``krr`` is always bias-free (``KernelRidge`` has no 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -30,6 +31,7 @@ import numpy as np
 from ..exceptions import KernelCVError
 from .libsvm_start import (
     LIBSVM_START_MIN_ROWS,
+    LIBSVM_START_MIN_ROWS_IMPORTED,
     LIBSVM_START_MIN_ROWS_MULTICLASS,
     libsvm_start,
     supports_libsvm_start,
@@ -201,14 +203,19 @@ class Machine:
         """Whether :meth:`fit` with this ``start`` begins at LIBSVM's solution for a
         training set of ``n_samples`` rows (then a caller's warm start is not used).
 
-        ``"auto"``: from :data:`LIBSVM_START_MIN_ROWS` rows; for the binary problems of a
-        multiclass machine started cold (``warm`` False) from
+        ``"auto"``: from :data:`LIBSVM_START_MIN_ROWS` rows (a cold fit from
+        :data:`LIBSVM_START_MIN_ROWS_IMPORTED` rows once sklearn.svm is imported); for
+        the binary problems of a multiclass machine started cold (``warm`` False) from
         :data:`LIBSVM_START_MIN_ROWS_MULTICLASS` rows (see
         :mod:`kernelcv.machines.libsvm_start`)."""
         if start not in ("auto", "given", "libsvm"):
             raise KernelCVError(f"start must be 'auto', 'given' or 'libsvm', got {start!r}")
-        threshold = (LIBSVM_START_MIN_ROWS_MULTICLASS if self.is_multiclass and not warm
-                     else LIBSVM_START_MIN_ROWS)
+        if self.is_multiclass and not warm:
+            threshold = LIBSVM_START_MIN_ROWS_MULTICLASS
+        elif not warm and "sklearn.svm" in sys.modules:  # its import is paid already
+            threshold = min(LIBSVM_START_MIN_ROWS, LIBSVM_START_MIN_ROWS_IMPORTED)
+        else:
+            threshold = LIBSVM_START_MIN_ROWS
         return supports_libsvm_start(self.loss) and (
             start == "libsvm" or (start == "auto" and n_samples >= threshold))
 
