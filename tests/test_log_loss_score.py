@@ -39,7 +39,8 @@ def manual_log_losses(estimator, X, y, cv, weights=None):
     losses = []
     for i in range(folds.max() + 1):
         at = folds == i
-        scale = fit_scheme_scale(values[~at], codes[~at], k, estimator.multiclass)
+        scale = fit_scheme_scale(values[~at], codes[~at], k, estimator.multiclass,
+                                 None if weights is None else weights[~at])
         p = machine_probabilities(scale, values[at], k, estimator.multiclass)
         losses.append(log_loss(codes[at], p, labels=np.arange(k),
                                sample_weight=None if weights is None else weights[at]))

@@ -27,6 +27,7 @@ from kernelcv.estimators import (
     LSSVMClassifier,
 )
 from kernelcv.kernels import make_kernel
+from kernelcv.machines.calibration import fit_score_scale
 from kernelcv.validation import check_data
 
 ESTIMATORS = {"svm": HuberSVMClassifier, "l2svm": L2SVMClassifier, "lssvm": LSSVMClassifier}
@@ -277,3 +278,20 @@ def test_weighted_train_scores_fold_by_fold():
         train_scores.append(accuracy_score(y[train], model.predict(X[train]),
                                            sample_weight=w[train]))
     assert search.cv_results_["mean_train_score"][0] == pytest.approx(np.mean(train_scores))
+
+
+def test_probabilities_are_calibrated_with_the_sample_weights():
+    # predict_proba's scale maximises the weighted likelihood of the chosen candidate's
+    # out-of-fold values (weighted as scikit-learn's calibrators take sample_weight)
+    X, y = problem(n=120, seed=13)
+    w = weights_for(120, 13, zeros=0.0) ** 3
+    cv = StratifiedKFold(4, shuffle=True, random_state=0)
+    search = KernelSearchCV(HuberSVMClassifier(tol=1e-12), {"gamma": [0.3], "lam": [0.01]},
+                            cv=cv, method="exact").fit(X, y, sample_weight=w)
+    values = np.empty(len(y))
+    for train, test in cv.split(X, y):
+        values[test] = HuberSVMClassifier(gamma=0.3, lam=0.01, tol=1e-12).fit(
+            X[train], y[train], sample_weight=w[train]).decision_function(X[test])
+    weighted = fit_score_scale(values, y, w).scale
+    assert search.calibration_.scale == pytest.approx(weighted, rel=1e-6)
+    assert abs(fit_score_scale(values, y).scale - weighted) > 1e-3 * weighted

@@ -166,7 +166,8 @@ def _log_losses(y, values, fold_ids, weights, scheme) -> np.ndarray:
     losses = np.empty(t)
     for k in range(t):
         at = fold_ids == k
-        scale = fit_scheme_scale(values[~at], codes[~at], n_classes, strategy)
+        scale = fit_scheme_scale(values[~at], codes[~at], n_classes, strategy,
+                                 None if weights is None else weights[~at])
         p = machine_probabilities(scale, values[at], n_classes, strategy)
         losses[k] = sklearn.metrics.log_loss(
             codes[at], p, labels=np.arange(n_classes),

@@ -497,7 +497,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             if classifier and fold_ids is not None:  # its out-of-fold values: t more fits
                 values = cross_val_predict(chosen, X, y, cv=PredefinedSplit(fold_ids),
                                            method="decision_function", params=fit_params)
-                self.calibration_ = fit_score_scale(values, class_codes(y))
+                self.calibration_ = fit_score_scale(values, class_codes(y), sample_weight)
 
     def _fit_fast(self, head, base, prefix, params, search_params, lams, X, y, folds,
                   classifier, score, method, rff, safeguards, execution, sample_weight=None):

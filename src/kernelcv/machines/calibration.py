@@ -64,9 +64,10 @@ def _log_softmax(z, axis=1):
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
-def fit_score_scale(scores, codes) -> ScoreScale:
+def fit_score_scale(scores, codes, weights=None) -> ScoreScale:
     """Fit ``a`` to out-of-fold ``scores`` ((n,) or (n, k)) and true class ``codes``
-    (0/1 for two classes, 0..k-1 for more)."""
+    (0/1 for two classes, 0..k-1 for more); ``weights``: the rows' sample weights of the
+    log-likelihood (None: equal)."""
     from scipy.optimize import minimize_scalar  # fitting only: not on predict's path
 
     scores = np.asarray(scores, dtype=np.float64)
@@ -75,7 +76,8 @@ def fit_score_scale(scores, codes) -> ScoreScale:
     upper = _MAX_SCALE / spread
 
     def loss(a):
-        return -float(np.mean(_log_probabilities(scores, a)[np.arange(codes.size), codes]))
+        return -float(np.average(_log_probabilities(scores, a)[np.arange(codes.size), codes],
+                                 weights=weights))
 
     found = minimize_scalar(loss, bounds=(0.0, upper), method="bounded",
                             options={"xatol": 1e-10 * upper})
@@ -114,8 +116,9 @@ class PairScale:
         return _predicted_on_top(p, predicted)
 
 
-def fit_pair_scale(machine_values, codes, n_classes: int) -> PairScale:
-    """Fit :class:`PairScale` to out-of-fold pair values and true class codes."""
+def fit_pair_scale(machine_values, codes, n_classes: int, weights=None) -> PairScale:
+    """Fit :class:`PairScale` to out-of-fold pair values and true class codes (the
+    log-likelihood weighted by the rows' ``weights`` when given)."""
     from scipy.optimize import minimize  # fitting only: not on predict's path
 
     votes, values = pair_votes(machine_values, n_classes)
@@ -123,10 +126,11 @@ def fit_pair_scale(machine_values, codes, n_classes: int) -> PairScale:
     rows = np.arange(codes.size)
 
     def loss(scales):
-        return -float(np.mean(_log_softmax(scales[0] * votes + scales[1] * values,
-                                          axis=1)[rows, codes]))
+        return -float(np.average(_log_softmax(scales[0] * votes + scales[1] * values,
+                                             axis=1)[rows, codes], weights=weights))
 
-    start = fit_score_scale(votes + values / (3.0 * (np.abs(values) + 1.0)), codes).scale
+    start = fit_score_scale(votes + values / (3.0 * (np.abs(values) + 1.0)), codes,
+                            weights).scale
     found = minimize(loss, x0=[start, 0.0], method="L-BFGS-B",
                      bounds=[(0.0, _MAX_SCALE), (0.0, _MAX_SCALE)])
     a, b = (float(v) for v in found.x)
@@ -177,14 +181,15 @@ def _predicted_on_top(p, predicted) -> np.ndarray:
     return p
 
 
-def fit_scheme_scale(values, codes, n_classes: int, scheme: str) -> ScoreScale | PairScale:
+def fit_scheme_scale(values, codes, n_classes: int, scheme: str,
+                     weights=None) -> ScoreScale | PairScale:
     """The probability scale of a model's out-of-fold decision values: (n,) for two
     classes (codes 0/1), else (n, m) binary machines' values of the one-vs-one
     (:class:`PairScale`) or one-vs-rest scheme (:class:`ScoreScale` of the class
-    scores); ``codes`` the true classes."""
+    scores); ``codes`` the true classes; ``weights`` the rows' sample weights."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 2 and scheme == "ovo":
-        return fit_pair_scale(values, codes, n_classes)
+        return fit_pair_scale(values, codes, n_classes, weights)
     if values.ndim == 2:
         values = class_scores(values, n_classes, scheme)
-    return fit_score_scale(values, codes)
+    return fit_score_scale(values, codes, weights)

@@ -36,4 +36,5 @@ def calibrate_choice(result, index, best, X_checked, y) -> ScoreScale | PairScal
             X_checked, y_encoded, result.fold_ids, setting, float(best["lam"]),
             int(best["n_folds"]), machine=machine)
         values = np.asarray(found["heldout_values"], dtype=np.float64)
-    return fit_scheme_scale(values, class_codes(y), machine.n_classes, machine.multiclass)
+    return fit_scheme_scale(values, class_codes(y), machine.n_classes, machine.multiclass,
+                            machine.row_weights)
