@@ -27,14 +27,13 @@ from kernelcv import (
 )
 from kernelcv.cli import main
 from kernelcv.criteria.evaluate import evaluate_lam
-from kernelcv.criteria.multiclass import MulticlassCV
-from kernelcv.criteria.spectral import spectral_evaluations
 from kernelcv.estimators import HuberSVMClassifier, L2SVMClassifier, LSSVMClassifier
 from kernelcv.kernels import make_kernel
 from kernelcv.machines.weights import WeightedLoss
 from kernelcv.reading.files import load_data
 from kernelcv.selection.method_choice import LOW_RANK_FROM, make_method, method_for_size
 from kernelcv.validation import check_data
+from weighted_checks import check_fast_criteria_against_refits, exact_heldout_labels, folds_of
 
 
 def rbf_kernel(X, _, gamma):
@@ -55,14 +54,6 @@ def resolved(name, class_weight, X, y, **options):
     machine = make_machine(name, class_weight=class_weight, **options).for_labels(mapping,
                                                                                    codes)
     return machine, codes, mapping
-
-
-def folds_of(y, t=4, seed=0):
-    fold_ids = np.empty(len(y), dtype=np.intp)
-    for i, (_, test) in enumerate(StratifiedKFold(t, shuffle=True,
-                                                  random_state=seed).split(y, y)):
-        fold_ids[test] = i
-    return fold_ids
 
 
 # -- the weights --------------------------------------------------------------------------
@@ -229,12 +220,7 @@ def test_exact_cv_with_class_weights_equals_refits(name, classes):
     machine, codes, mapping = resolved(name, class_weight, X, y)
     K = rbf_kernel(X, X, gamma=0.4)
     lam = 2e-3
-    if classes == 2:
-        ev = evaluate_lam(K, codes, fold_ids, lam, machine, "exact")
-        ours = np.where(ev.predictions > 0, mapping[1], mapping[-1])
-    else:
-        ev = MulticlassCV(K, codes, fold_ids, machine).evaluate(lam, machine, "exact")
-        ours = classes_[ev.predictions]
+    ev, ours = exact_heldout_labels(K, codes, fold_ids, lam, machine, mapping)
     reference = manual_refit_cv(name, class_weight, X, y, fold_ids, 0.4, lam)
     assert np.array_equal(ours, reference)
     unweighted = evaluate_lam(K, codes, fold_ids, lam, make_machine(name), "exact") \
@@ -256,16 +242,8 @@ def test_fast_criteria_with_class_weights_equal_refit_cv(seed, name, negative, p
     fold_ids = folds_of(y, t, seed)
     machine, codes, _ = resolved(name, {0: negative, 1: positive}, X, y,
                                  fit_intercept=intercept)
-    K = rbf_kernel(X, X, gamma=gamma)
-    exact = evaluate_lam(K, codes, fold_ids, lam, machine, "exact")
-    scale = 1.0 + np.max(np.abs(exact.predictions))
-    if name == "lssvm":  # order inf is exact for the square loss
-        bif = evaluate_lam(K, codes, fold_ids, lam, machine, "bif", order="inf")
-        assert np.max(np.abs(bif.predictions - exact.predictions)) < 1e-7 * scale
-    spectral = spectral_evaluations(K, codes, fold_ids, [lam], machine, tol=1e-12)[0]
-    assert np.max(np.abs(spectral.predictions - exact.predictions)) < 1e-5 * scale
-    assert spectral.cv_error == exact.cv_error or np.any(
-        np.abs(exact.predictions) < 1e-5 * scale)
+    check_fast_criteria_against_refits(rbf_kernel(X, X, gamma=gamma), codes, fold_ids, lam,
+                                       machine)
 
 
 def test_bif_with_class_weights_converges_to_the_refits():

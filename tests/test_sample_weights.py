@@ -18,8 +18,6 @@ from sklearn.svm import SVC
 
 from kernelcv import KernelCVError, KernelSearchCV, cross_validate, grid_search, make_machine
 from kernelcv.criteria.evaluate import evaluate_lam
-from kernelcv.criteria.multiclass import MulticlassCV
-from kernelcv.criteria.spectral import spectral_evaluations
 from kernelcv.estimators import (
     HuberSVMClassifier,
     KernelRidgeRegressor,
@@ -29,6 +27,7 @@ from kernelcv.estimators import (
 from kernelcv.kernels import make_kernel
 from kernelcv.machines.calibration import fit_score_scale
 from kernelcv.validation import check_data
+from weighted_checks import check_fast_criteria_against_refits, exact_heldout_labels, folds_of
 
 ESTIMATORS = {"svm": HuberSVMClassifier, "l2svm": L2SVMClassifier, "lssvm": LSSVMClassifier}
 
@@ -47,14 +46,6 @@ def weights_for(n, seed, zeros=0.1):
 
 def gram(X, gamma):
     return make_kernel("rbf", gamma)(X)
-
-
-def folds_of(y, t=4, seed=0):
-    fold_ids = np.empty(len(y), dtype=np.intp)
-    for i, (_, test) in enumerate(StratifiedKFold(t, shuffle=True,
-                                                  random_state=seed).split(y, y)):
-        fold_ids[test] = i
-    return fold_ids
 
 
 def weighted_machine(name, X, y, w, **options):
@@ -156,12 +147,7 @@ def test_exact_cv_with_sample_weights_equals_refits(name, classes, scheme):
                                                class_weight={0: 0.5})
     K = gram(X, 0.4)
     lam = 2e-3
-    if classes == 2:
-        ev = evaluate_lam(K, codes, fold_ids, lam, machine, "exact")
-        ours = np.where(ev.predictions > 0, mapping[1], mapping[-1])
-    else:
-        ev = MulticlassCV(K, codes, fold_ids, machine).evaluate(lam, machine, "exact")
-        ours = np.unique(y)[ev.predictions]
+    _, ours = exact_heldout_labels(K, codes, fold_ids, lam, machine, mapping)
     reference = manual_refit_cv(name, X, y, w, fold_ids, 0.4, lam, multiclass=scheme,
                                 class_weight={0: 0.5})
     assert np.array_equal(ours, reference)
@@ -177,14 +163,7 @@ def test_fast_criteria_with_sample_weights_equal_refit_cv(seed, name, lam, gamma
     w = weights_for(40, seed, zeros)
     fold_ids = folds_of(y, t, seed)
     machine, codes, _ = weighted_machine(name, X, y, w, fit_intercept=intercept)
-    K = gram(X, gamma)
-    exact = evaluate_lam(K, codes, fold_ids, lam, machine, "exact")
-    scale = 1.0 + np.max(np.abs(exact.predictions))
-    if name == "lssvm":  # order inf is exact for the square loss
-        bif = evaluate_lam(K, codes, fold_ids, lam, machine, "bif", order="inf")
-        assert np.max(np.abs(bif.predictions - exact.predictions)) < 1e-7 * scale
-    spectral = spectral_evaluations(K, codes, fold_ids, [lam], machine, tol=1e-12)[0]
-    assert np.max(np.abs(spectral.predictions - exact.predictions)) < 1e-5 * scale
+    check_fast_criteria_against_refits(gram(X, gamma), codes, fold_ids, lam, machine)
 
 
 def test_order_inf_with_sample_weights_is_the_refit_for_a_smooth_loss():
