@@ -274,3 +274,23 @@ def test_probabilities_are_calibrated_with_the_sample_weights():
     weighted = fit_score_scale(values, y, w).scale
     assert search.calibration_.scale == pytest.approx(weighted, rel=1e-6)
     assert abs(fit_score_scale(values, y).scale - weighted) > 1e-3 * weighted
+
+
+@pytest.mark.parametrize("estimator", ["krr", "lssvm"])
+def test_a_weighted_default_search_of_the_square_loss_runs_bif_order_inf(estimator):
+    # the default closed form has no weights; BIF order inf, exact for the square loss,
+    # runs instead, and its scores are the exact refits'
+    if estimator == "krr":
+        X, y = make_regression(80, 4, noise=0.5, random_state=3)
+        base, grid = KernelRidge(kernel="rbf"), {"alpha": [0.01, 0.1, 1.0], "gamma": [0.1, 0.5]}
+    else:
+        X, y = problem(n=80, classes=3, seed=3)
+        base, grid = LSSVMClassifier(), {"lam": [1e-3, 1e-2, 1e-1], "gamma": [0.1, 0.5]}
+    w = weights_for(80, 3)
+    cv = 4 if estimator == "krr" else StratifiedKFold(4, shuffle=True, random_state=0)
+    fast = KernelSearchCV(base, grid, cv=cv).fit(X, y, sample_weight=w)
+    exact = KernelSearchCV(base, grid, cv=cv, method="exact").fit(X, y, sample_weight=w)
+    assert fast.search_.method == "bif"
+    np.testing.assert_allclose(fast.cv_results_["mean_test_score"],
+                               exact.cv_results_["mean_test_score"], rtol=1e-7, atol=1e-9)
+    assert fast.best_index_ == exact.best_index_

@@ -149,13 +149,19 @@ def method_for_size(method: CVMethod, machine: str, kernels, n_samples: int, wor
     where its O(n^2)-per-candidate fits cost more than the feature space. ``kernels``: the
     kernels of the grid (the feature space approximates rbf only); ``machine``: the
     machine's name; ``class_weighted``: the machine has class or sample weights, which the
-    feature space does not take (such a search keeps its default method, as above). Raises
+    feature space does not take (such a search keeps its default method, as above) and
+    the closed form does not either (krr and lssvm then run BIF order inf, exact for
+    their square loss, without a note: it is the same CV error). Raises
     :class:`MemoryBudgetError` (one line) where neither fits: a
     kernel or machine the feature space does not take above the budget (below it, and
     from ``LOW_RANK_FROM`` rows, such a search keeps its default method). O(1).
     """
     if not method.by_default:
         return method, None
+    if class_weighted and isinstance(method, ClosedForm):
+        # the closed form has no weights; BIF's order inf is exact for the square loss
+        # (its one Newton step solves each fold-out problem), so it is the default then
+        method = BIF(order="inf", by_default=True)
     workers = max(int(workers), 1)
     kernels = sorted(set(kernels))
     low_rank_fits = machine in FEATURE_LOSSES and kernels == ["rbf"] and not class_weighted
