@@ -294,3 +294,19 @@ def test_a_weighted_default_search_of_the_square_loss_runs_bif_order_inf(estimat
     np.testing.assert_allclose(fast.cv_results_["mean_test_score"],
                                exact.cv_results_["mean_test_score"], rtol=1e-7, atol=1e-9)
     assert fast.best_index_ == exact.best_index_
+
+
+def test_huber_svr_with_sample_weights_is_close_to_svr():
+    from sklearn.svm import SVR
+
+    from kernelcv.estimators import HuberSVMRegressor
+
+    X, y = make_regression(100, 4, noise=20.0, random_state=4)
+    y = y / np.std(y)
+    w = weights_for(100, 4, zeros=0.0)
+    ours = HuberSVMRegressor(gamma=0.2, lam=1 / (2 * 100 * 0.5), epsilon=0.1).fit(
+        X, y, sample_weight=w)
+    reference = SVR(gamma=0.2, C=0.5, epsilon=0.1).fit(X, y, sample_weight=w)
+    assert np.max(np.abs(ours.predict(X) - reference.predict(X))) < 0.05
+    plain = SVR(gamma=0.2, C=0.5, epsilon=0.1).fit(X, y)
+    assert np.max(np.abs(plain.predict(X) - reference.predict(X))) > 0.05
