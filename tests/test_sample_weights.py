@@ -4,11 +4,13 @@ KernelRidge and SVC with sample weights, the weighted optimality conditions, ref
 the estimators on each training part with its rows' weights, and GridSearchCV itself
 searching kernelcv's estimator with the same weights."""
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sklearn.datasets import make_classification, make_regression
+from sklearn.datasets import dump_svmlight_file, make_classification, make_regression
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
@@ -17,6 +19,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from kernelcv import KernelCVError, KernelSearchCV, cross_validate, grid_search, make_machine
+from kernelcv.cli import main
 from kernelcv.criteria.evaluate import evaluate_lam
 from kernelcv.estimators import (
     HuberSVMClassifier,
@@ -26,6 +29,7 @@ from kernelcv.estimators import (
 )
 from kernelcv.kernels import make_kernel
 from kernelcv.machines.calibration import fit_score_scale
+from kernelcv.reading.files import load_data
 from kernelcv.validation import check_data
 from weighted_checks import check_fast_criteria_against_refits, exact_heldout_labels, folds_of
 
@@ -310,3 +314,57 @@ def test_huber_svr_with_sample_weights_is_close_to_svr():
     assert np.max(np.abs(ours.predict(X) - reference.predict(X))) < 0.05
     plain = SVR(gamma=0.2, C=0.5, epsilon=0.1).fit(X, y)
     assert np.max(np.abs(plain.predict(X) - reference.predict(X))) > 0.05
+
+
+# -- the command line ---------------------------------------------------------------------
+
+
+def _files(tmp_path, n=80, seed=14):
+    X, y = problem(n=n, seed=seed)
+    data = tmp_path / "train.svm"
+    dump_svmlight_file(X, np.where(y == 1, 1, -1), str(data))
+    w = weights_for(n, seed)
+    weights = tmp_path / "weights.txt"
+    weights.write_text("".join(f"{float(v)!r}\n" for v in w))
+    return data, weights, w
+
+
+def test_cli_cv_and_select_sample_weight_equal_the_library(tmp_path, capsys):
+    data, weights, w = _files(tmp_path)
+    X, y = load_data(data)
+    code = main(["cv", str(data), "--machine", "svm", "--gamma", "0.3", "--lam", "0.002",
+                 "--method", "exact", "--folds", "4", "--sample-weight", str(weights),
+                 "--json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    summary = json.loads(out)
+    expected = cross_validate(X, y, machine="svm", gamma=0.3, lam=0.002, folds=4,
+                              method="exact", sample_weight=w)
+    assert summary["cv_error"] == expected.cv_error
+    assert summary["sample_weight"] == str(weights)
+    code = main(["select", str(data), "--machine", "svm", "--gamma-grid", "0.1,0.5",
+                 "--lam-grid", "0.001,0.01", "--folds", "4", "--sample-weight", str(weights),
+                 "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads(captured.out)
+    result = grid_search(X, y, machine="svm", gammas=[0.1, 0.5], lams=[0.001, 0.01],
+                         folds=4, sample_weight=w)
+    assert report["best_cv_error"] == result.best["exact_error"]
+    assert report["sample_weight"] == str(weights)
+
+
+@pytest.mark.parametrize("content, words", [
+    ("1\n2\n", "has 2 weight(s) but the data have 80 samples"),
+    ("1\nheavy\n" + "1\n" * 78, "line 2: weight 'heavy' is not a number"),
+    ("-1\n" + "1\n" * 79, "finite and >= 0"),
+])
+def test_cli_bad_sample_weight_files_are_one_line_errors(tmp_path, capsys, content, words):
+    data, weights, _ = _files(tmp_path)
+    weights.write_text(content)
+    code = main(["cv", str(data), "--machine", "svm", "--gamma", "0.3", "--lam", "0.01",
+                 "--method", "exact", "--sample-weight", str(weights)])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], captured.err

@@ -29,12 +29,17 @@ from .criteria.result import CVResult, weigh_errors
 from .criteria.truncation import UNCONVERGED
 from .exceptions import KernelCVError
 from .kernels import GramFactory, make_kernel, resolve_gamma
-from .machines.weights import check_sample_weight
 from .memory import check_dense_budget
 from .selection.methods import BIF, ClosedForm, CVMethod, ExactRefit, parse_order
 from .selection.moved_options import machine_of, split_moved
 from .selection.spectral_method import Spectral
-from .validation import check_data, check_positive, make_folds, splitter_fold_ids
+from .validation import (
+    check_data,
+    check_positive,
+    check_sample_weight,
+    make_folds,
+    splitter_fold_ids,
+)
 
 __all__ = ["METHODS", "cross_validate", "cross_validate_path", "parse_order"]
 

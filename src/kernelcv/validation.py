@@ -368,3 +368,20 @@ def _is_pair_list(items) -> bool:
     return isinstance(items, list) and bool(items) and all(
         isinstance(item, tuple | list) and len(item) == 2 and np.ndim(item[0]) == 1
         for item in items)
+
+
+def check_sample_weight(sample_weight, n_samples: int) -> np.ndarray:
+    """``sample_weight`` as (n,) float64: finite, >= 0, not all 0; a one-line
+    :class:`KernelCVError` otherwise."""
+    try:
+        values = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise KernelCVError("sample_weight must be an array of numbers") from None
+    if values.ndim != 1 or values.shape[0] != n_samples:
+        raise KernelCVError(f"sample_weight must have one weight per sample ({n_samples}), "
+                            f"got shape {values.shape}")
+    if not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise KernelCVError("sample_weight must be finite and >= 0")
+    if not np.any(values > 0):
+        raise KernelCVError("sample_weight: every weight is zero; give some rows a positive weight")
+    return values

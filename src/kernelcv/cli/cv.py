@@ -21,7 +21,7 @@ from ..criteria.truncation import UNCONVERGED
 from ..cv import METHODS, cross_validate
 from ..kernels import KERNELS
 from ..machines import MACHINES, Machine, make_machine
-from ..reading.files import SUPPORTED_FORMATS, load_data, read_fold_ids
+from ..reading.files import SUPPORTED_FORMATS, load_data, read_fold_ids, read_sample_weights
 from ..reports.command_files import DataFiles
 from ..reports.scaling import SCALINGS, apply_scaling, fit_scaling, scaling_entry
 from ..selection.methods import BIF
@@ -84,10 +84,12 @@ def run_cv(files, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0
     if files.fold_ids is not None:
         folds = read_fold_ids(files.fold_ids, y.shape[0])
         seed = None
+    weights = (None if files.sample_weight is None
+               else read_sample_weights(files.sample_weight, y.shape[0]))
     result = cross_validate(
         X, y, machine=spec, kernel=kernel, gamma=gamma, lam=lam, degree=degree,
         coef0=coef0, folds=folds, method=method, random_state=seed,
-        memory_budget=memory_budget)
+        memory_budget=memory_budget, sample_weight=weights)
     summary = result.to_dict()
     mapping = result.label_mapping
     summary["multiclass"] = None
@@ -97,6 +99,8 @@ def run_cv(files, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0
                                  "cv": confusion_summary(y, result.labels, classes)}
     summary["data"] = str(files.data)
     summary["fold_ids"] = None if files.fold_ids is None else str(files.fold_ids)
+    summary["sample_weight"] = (None if files.sample_weight is None
+                                else str(files.sample_weight))
     summary["seed"] = seed
     summary["scaling"] = scaling_entry(scaling)
     return summary
@@ -170,7 +174,8 @@ def run_command(args, parser):
         for head in (UNCONVERGED, ILL_CONDITIONED, UNCERTIFIED):
             warnings.filterwarnings("ignore", message=f".*{head}", category=RuntimeWarning)
         files = DataFiles(args.data, fold_ids=args.fold_ids, header=args.header,
-                          target=args.target, scale=args.scale)
+                          target=args.target, scale=args.scale,
+                          sample_weight=args.sample_weight)
         machine = make_machine(args.machine, huber_width=args.huber_width,
                                epsilon=args.svr_epsilon,
                                fit_intercept=False if args.no_intercept else None,

@@ -53,7 +53,7 @@ def format_number(value, digits: int = 4) -> str:
 def add_machine_arguments(group, machines, kernels):
     """The machine options ``kernelcv cv`` and ``kernelcv select`` share, with one help:
     ``--machine``, ``--kernel``, ``--huber-width``, ``--svr-epsilon``, ``--no-intercept``,
-    ``--multiclass`` and ``--class-weight``."""
+    ``--multiclass``, ``--class-weight`` and ``--sample-weight``."""
     group.add_argument("--machine", required=True, choices=machines,
                        help="krr, lssvm, l2svm, svm (Huber hinge) or svr (Huber eps-SVR)")
     group.add_argument("--kernel", default="rbf", choices=kernels, help="default: rbf")
@@ -70,6 +70,9 @@ def add_machine_arguments(group, machines, kernels):
     group.add_argument("--class-weight", type=parse_class_weight, default=None,
                        metavar="W", help="classifiers: 'balanced' (n / (classes x count)) "
                        "or LABEL:WEIGHT,... (other classes weigh 1), as SVC's class_weight")
+    group.add_argument("--sample-weight", metavar="FILE",
+                       help="file with one weight (>= 0) per line, line i for training row "
+                            "i, multiplying its loss term (as fit's sample_weight)")
 
 
 def parse_class_weight(text):

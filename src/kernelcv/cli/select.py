@@ -307,7 +307,7 @@ def run_command(args, parser):
                                multiclass=args.multiclass, class_weight=args.class_weight)
         files = DataFiles(args.data, test=args.test, fold_ids=args.fold_ids,
                           header=args.header, target=args.target, scale=args.scale,
-                          stream=args.stream)
+                          stream=args.stream, sample_weight=args.sample_weight)
         return run_select(
             files, machine=machine, kernel=args.kernel, gammas=gammas, degrees=degrees,
             lams=lams, Cs=cs, kernel_params=_kernel_params(args), method=method,

@@ -14,7 +14,7 @@ from ..kernels import KERNELS, Kernel, resolve_gamma
 from ..machines import make_machine
 from ..machines.model import decision_values, fit_gram, fit_scheme
 from ..machines.multiclass import class_scores, predict_codes
-from ..machines.weights import check_sample_weight
+from ..validation import check_sample_weight
 
 # ---------------------------------------------------------------------------------------
 # Private helpers and base classes

@@ -139,23 +139,6 @@ def weight_bound(loss) -> float:
     return float(getattr(loss, "weight_bound", 1.0))
 
 
-def check_sample_weight(sample_weight, n_samples: int) -> np.ndarray:
-    """``sample_weight`` as (n,) float64: finite, >= 0, not all 0; a one-line
-    :class:`KernelCVError` otherwise."""
-    try:
-        values = np.asarray(sample_weight, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise KernelCVError("sample_weight must be an array of numbers") from None
-    if values.ndim != 1 or values.shape[0] != n_samples:
-        raise KernelCVError(f"sample_weight must have one weight per sample ({n_samples}), "
-                            f"got shape {values.shape}")
-    if not np.all(np.isfinite(values)) or np.any(values < 0):
-        raise KernelCVError("sample_weight must be finite and >= 0")
-    if not np.any(values > 0):
-        raise KernelCVError("sample_weight: every weight is zero; give some rows a positive weight")
-    return values
-
-
 def weights_digest(values) -> str:
     """A short fingerprint of row weights (for a checkpoint's identity). O(n)."""
     return hashlib.sha256(np.ascontiguousarray(values, dtype=np.float64).tobytes()

@@ -35,7 +35,7 @@ import numpy as np
 
 from .._synthetic import load_demo_data, make_synthetic
 from ..exceptions import KernelCVError
-from ..validation import as_2d_float
+from ..validation import as_2d_float, check_sample_weight
 from .csvdata import HEADERS, parse_csv
 from .svmlight import parse_svmlight_files
 
@@ -180,6 +180,44 @@ def read_fold_ids(path, n_samples):
             f"{path}: has {ids.size} fold id(s) but the data have {n_samples} samples; "
             f"expected {n_samples} lines, one per sample")
     return ids
+
+
+def read_sample_weights(path, n_samples):
+    """Read sample weights from a text file: one number per line, line i for sample i
+    (as the LIBSVM tools' weight files); blank lines at the end are ignored.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n_samples,)
+
+    Raises
+    ------
+    KernelCVError
+        Missing or unreadable file, a line that is not a number (the message gives its
+        line number), a count different from ``n_samples``, or weights that are negative,
+        not finite or all zero.
+    """
+    path = Path(path)
+    text = _decode(path, _read_bytes(path), "sample-weight file")
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    weights = np.empty(len(lines))
+    for number, line in enumerate(lines, start=1):
+        try:
+            weights[number - 1] = float(line.strip())
+        except ValueError:
+            raise KernelCVError(
+                f"{path}, line {number}: weight {line.strip()!r} is not a number "
+                "(expected one weight per line)") from None
+    if weights.size != n_samples:
+        raise KernelCVError(
+            f"{path}: has {weights.size} weight(s) but the data have {n_samples} samples; "
+            f"expected {n_samples} lines, one per sample")
+    try:
+        return check_sample_weight(weights, n_samples)
+    except KernelCVError as error:
+        raise KernelCVError(f"{path}: {error}") from None
 
 
 # --------------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ class DataFiles:
     scale : ``"none"``, ``"standard"`` or ``"minmax"``: feature scaling fitted on the
         training data and applied to the test data (:mod:`kernelcv.reports.scaling`).
     stream : read the files in row chunks, never whole (random features only).
+    sample_weight : an optional file of one weight per training row
+        (:func:`kernelcv.reading.files.read_sample_weights`).
     """
 
     data: str | os.PathLike
@@ -41,6 +43,7 @@ class DataFiles:
     target: object = None
     scale: str = "none"
     stream: bool = False
+    sample_weight: str | os.PathLike | None = None
 
     def __post_init__(self):
         if self.header not in HEADERS:

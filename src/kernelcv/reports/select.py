@@ -27,7 +27,7 @@ from ..machines.saved_model import save_model as save_model_file
 from ..plotting import cv_curve_figure, figure_class, heatmap_figure
 from ..random_features.final import ChunkedSVC, check_final_kernel, fit_final, svc_as_kernel_model
 from ..random_features.method import FeatureSpace
-from ..reading.files import load_data, load_train_test, read_fold_ids
+from ..reading.files import load_data, load_train_test, read_fold_ids, read_sample_weights
 from ..selection.after_grid.calibration import calibrate_choice
 from ..selection.backends import run_tasks
 from ..selection.method_choice import make_method, method_for_size
@@ -152,13 +152,16 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
         written.update({f"--out {name}": os.path.join(os.fspath(out), name)
                         for name in (REPORT_NAME, HEATMAP_NAME, CURVE_NAME)})
     check_distinct_paths(written, {"DATA": data, "--test": test,
-                                   "--fold-ids": files.fold_ids})
+                                   "--fold-ids": files.fold_ids,
+                                   "--sample-weight": files.sample_weight})
     if save_model is not None:
         check_model_path(save_model)
     if plot:
         figure_class()  # fails now, with advice, if matplotlib is missing
     X_test = y_test = None
     if stream:
+        if files.sample_weight is not None:
+            raise KernelCVError("--sample-weight needs the rows in memory: drop --stream")
         check_stream(cv_method, files.scale, final, plot)
         X, X_test = open_streamed(data, test, header)
         y = X.labels()
@@ -175,9 +178,12 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
     scaling = fit_scaling(X, files.scale)
     X, X_test = apply_scaling(X, scaling), apply_scaling(X_test, scaling)
     # the default method's n x n matrices may not fit: a low-rank feature space instead
+    weights = (None if files.sample_weight is None
+               else read_sample_weights(files.sample_weight, y.shape[0]))
     cv_method, size_note = method_for_size(cv_method, spec.name, [kernel], y.shape[0],
                                            execution.workers, memory_budget,
-                                           class_weighted=spec.class_weight is not None)
+                                           class_weighted=spec.class_weight is not None
+                                           or weights is not None)
     if size_note is not None:
         rff, final = True, cv_method.final
         named = screen.strategy if isinstance(screen, Screening) else screen
@@ -204,12 +210,14 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
         result = grid_search(
             X, y, spec, kernel=kernel, gammas=gammas, degrees=degrees, lams=lams, Cs=Cs,
             kernel_params=kernel_params, method=cv_method, folds=folds, random_state=seed,
-            screen=screen, safeguards=safeguards, execution=execution)
+            screen=screen, safeguards=safeguards, execution=execution, sample_weight=weights)
     if size_note is not None:
         result.notes.insert(0, size_note)
     report = annotate(result.to_dict(), outputs.argv)
     report.update({"fit_intercept": result.machine_spec.fit_intercept,
                    "class_weight": result.machine_spec.params().get("class_weight"),
+                   "sample_weight": (None if files.sample_weight is None
+                                     else str(files.sample_weight)),
                    "screen": screen,
                    "scaling": scaling_entry(scaling),
                    "data": str(data),

@@ -23,9 +23,9 @@ import numpy as np
 
 from ..exceptions import GridEdgeWarning, KernelCVError
 from ..machines import Machine
-from ..machines.weights import check_sample_weight, weights_digest
+from ..machines.weights import weights_digest
 from ..reading.rowchunks import as_source
-from ..validation import check_data, make_folds
+from ..validation import check_data, check_sample_weight, make_folds
 from .after_grid.baseline import baseline_note
 from .after_grid.edges import grid_edges
 from .after_grid.resume_check import recompute_resumed_choice
