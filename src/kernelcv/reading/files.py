@@ -159,27 +159,8 @@ def read_fold_ids(path, n_samples):
         Missing or unreadable file, a line that is not an integer (the message gives its
         line number) or a count different from ``n_samples``.
     """
-    path = Path(path)
-    text = _decode(path, _read_bytes(path), "fold-id file")
-    lines = text.splitlines()
-    while lines and not lines[-1].strip():
-        lines.pop()
-    ids = np.empty(len(lines), dtype=np.int64)
-    for number, line in enumerate(lines, start=1):
-        try:
-            ids[number - 1] = int(line.strip())
-        except ValueError:
-            raise KernelCVError(
-                f"{path}, line {number}: fold id {line.strip()!r} is not an integer "
-                "(expected one integer fold id per line)") from None
-        except OverflowError:
-            raise KernelCVError(
-                f"{path}, line {number}: fold id {line.strip()!r} is too large") from None
-    if ids.size != n_samples:
-        raise KernelCVError(
-            f"{path}: has {ids.size} fold id(s) but the data have {n_samples} samples; "
-            f"expected {n_samples} lines, one per sample")
-    return ids
+    return _read_per_row(path, n_samples, "fold-id file", "fold id", int, np.int64,
+                         "an integer (expected one integer fold id per line)")
 
 
 def read_sample_weights(path, n_samples):
@@ -197,27 +178,39 @@ def read_sample_weights(path, n_samples):
         line number), a count different from ``n_samples``, or weights that are negative,
         not finite or all zero.
     """
-    path = Path(path)
-    text = _decode(path, _read_bytes(path), "sample-weight file")
-    lines = text.splitlines()
-    while lines and not lines[-1].strip():
-        lines.pop()
-    weights = np.empty(len(lines))
-    for number, line in enumerate(lines, start=1):
-        try:
-            weights[number - 1] = float(line.strip())
-        except ValueError:
-            raise KernelCVError(
-                f"{path}, line {number}: weight {line.strip()!r} is not a number "
-                "(expected one weight per line)") from None
-    if weights.size != n_samples:
-        raise KernelCVError(
-            f"{path}: has {weights.size} weight(s) but the data have {n_samples} samples; "
-            f"expected {n_samples} lines, one per sample")
+    weights = _read_per_row(path, n_samples, "sample-weight file", "weight", float,
+                            np.float64, "a number (expected one weight per line)")
     try:
         return check_sample_weight(weights, n_samples)
     except KernelCVError as error:
         raise KernelCVError(f"{path}: {error}") from None
+
+
+def _read_per_row(path, n_samples, kind, item, parse, dtype, expected):
+    """One value per line, line i for sample i (``parse`` of the stripped line; trailing
+    blank lines ignored), as an (n_samples,) array; a one-line :class:`KernelCVError`
+    naming the line of a value ``parse`` refuses, or the count when it is not
+    ``n_samples``."""
+    path = Path(path)
+    text = _decode(path, _read_bytes(path), kind)
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    values = np.empty(len(lines), dtype=dtype)
+    for number, line in enumerate(lines, start=1):
+        try:
+            values[number - 1] = parse(line.strip())
+        except ValueError:
+            raise KernelCVError(f"{path}, line {number}: {item} {line.strip()!r} is not "
+                                f"{expected}") from None
+        except OverflowError:
+            raise KernelCVError(
+                f"{path}, line {number}: {item} {line.strip()!r} is too large") from None
+    if values.size != n_samples:
+        raise KernelCVError(
+            f"{path}: has {values.size} {item}(s) but the data have {n_samples} samples; "
+            f"expected {n_samples} lines, one per sample")
+    return values
 
 
 # --------------------------------------------------------------------------------------
