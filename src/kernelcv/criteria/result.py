@@ -199,9 +199,8 @@ def weigh_errors(ev, y, fold_ids, machine):
     t = int(fold_ids.max()) + 1
     mass = np.bincount(fold_ids, weights=weights, minlength=t)
     weighted = np.bincount(fold_ids, weights=weights * losses, minlength=t)
-    plain = np.bincount(fold_ids, weights=losses, minlength=t) / np.bincount(fold_ids,
-                                                                             minlength=t)
-    ev.fold_errors = np.where(mass > 0, weighted / np.where(mass > 0, mass, 1.0), plain)
+    ev.fold_errors = np.where(mass > 0, weighted / np.where(mass > 0, mass, 1.0),
+                              np.asarray(ev.fold_errors, dtype=np.float64))
     ev.cv_error = float(np.sum(weights * losses) / np.sum(weights))
     return ev
 

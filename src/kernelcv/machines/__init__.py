@@ -128,7 +128,7 @@ class Machine:
     @property
     def row_weighted(self) -> bool:
         """Whether the machine has sample weights (then subsets need :meth:`take`)."""
-        return self.sample_weight is not None or getattr(self.loss, "rows", None) is not None
+        return self.row_weights is not None
 
     @property
     def weighted(self) -> bool:
