@@ -16,7 +16,7 @@ from kernelcv.criteria.scoring import (
     HeldoutScore,
 )
 
-# Scores of arrays (the probability scores fit a scale first: tests/test_log_loss_score.py)
+# Scores of arrays (the probability scores fit a scale first: tests/test_probability_scores.py)
 ARRAY_SCORES = [name for name in SCORES if name not in PROBABILITY_SCORES]
 
 
@@ -55,8 +55,8 @@ def _sklearn(name, y, values):
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(3, 40), k=st.integers(3, 6),
-       name=st.sampled_from([s for s in SCORES if s.endswith(("_macro", "_micro",
-                                                              "_weighted"))]))
+       name=st.sampled_from([s for s in ARRAY_SCORES if s.endswith(("_macro", "_micro",
+                                                                    "_weighted"))]))
 def test_averaged_scores_of_several_classes_are_scikit_learns(seed, n, k, name):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, k, size=n)

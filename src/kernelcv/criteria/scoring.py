@@ -12,8 +12,10 @@ function (``sklearn.metrics``), applied to the held-out values.
 losses, so a search minimises every criterion the same way). ROC AUC and average
 precision use the decision values; the others the held-out labels (precision, recall
 and F1 of the +1 class for two classes, or averaged: ``_macro``, ``_micro``,
-``_weighted``). Cost: O(n log n) for ROC AUC and average precision (a sort per fold),
-O(n k) otherwise.
+``_weighted``). The scores of class probabilities (:data:`PROBABILITY_SCORES`: log-loss,
+Brier score, one-vs-rest and one-vs-one ROC AUC) first turn each test fold's held-out
+values into probabilities by a scale fitted on the other folds' values (cross-fitted).
+Cost: O(n log n) for ROC AUC and average precision (a sort per fold), O(n k) otherwise.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ VALUE_SCORES = ("roc_auc", "average_precision")
 #: Scores of class probabilities: each test fold's held-out values are scaled to
 #: probabilities by a scale fitted on the other folds' held-out values (cross-fitted, as
 #: :mod:`kernelcv.machines.calibration` fits the chosen model's on all of them).
-PROBABILITY_SCORES = ("neg_log_loss",)
+PROBABILITY_SCORES = ("neg_log_loss", "neg_brier_score", "roc_auc_ovr", "roc_auc_ovo",
+                      "roc_auc_ovr_weighted", "roc_auc_ovo_weighted")
 CLASSIFICATION_SCORES = ("accuracy", "balanced_accuracy", *BINARY_SCORES, *_AVERAGED,
                          *PROBABILITY_SCORES)
 REGRESSION_SCORES = ("neg_mean_squared_error", "neg_root_mean_squared_error",
@@ -52,6 +55,10 @@ METRICS = {"accuracy": ("accuracy_score", {}),
            **{name: (f"{name.split('_')[0]}_score", {"average": name.split("_")[1]})
               for name in _AVERAGED},
            "neg_log_loss": ("log_loss", {}),
+           "neg_brier_score": ("brier_score_loss", {}),
+           **{f"roc_auc_{scheme}{suffix}": ("roc_auc_score", {"multi_class": scheme, **extra})
+              for scheme in ("ovr", "ovo")
+              for suffix, extra in (("", {}), ("_weighted", {"average": "weighted"}))},
            "neg_mean_squared_error": ("mean_squared_error", {}),
            "neg_root_mean_squared_error": ("root_mean_squared_error", {}),
            "neg_mean_absolute_error": ("mean_absolute_error", {}), "r2": ("r2_score", {})}
@@ -80,8 +87,13 @@ class HeldoutScore:
         """Whether the score is a classification score."""
         return self.name in CLASSIFICATION_SCORES
 
-    def check(self, classifier: bool, n_classes: int | None = None):
-        """Refuse a score that does not fit the task (before any work)."""
+    def check(self, classifier: bool, n_classes: int | None = None, weighted: bool = False):
+        """Refuse a score that does not fit the task (before any work); ``weighted``: the
+        rows have sample weights."""
+        if weighted and self.name.startswith("roc_auc_ovo") and (n_classes or 2) > 2:
+            raise KernelCVError(f"scoring {self.name!r} takes no sample weights (scikit-"
+                                "learn's one-vs-one ROC AUC refuses them); use "
+                                f"{self.name.replace('ovo', 'ovr')!r}")
         if classifier != self.for_classifiers:
             task = "a classifier" if classifier else "a regressor"
             offered = CLASSIFICATION_SCORES if classifier else REGRESSION_SCORES
@@ -112,7 +124,8 @@ class HeldoutScore:
             machines' held-out values (the (n,) values for two classes).
         """
         if self.name in PROBABILITY_SCORES:
-            return _log_losses(y, predictions, fold_ids, weights, scheme)
+            return _probability_losses(self.name, y, predictions, fold_ids, weights,
+                                       scheme)
         t = int(fold_ids.max()) + 1
         binary = self.for_classifiers and set(np.unique(y).tolist()) <= {-1.0, 1.0}
         if self.for_classifiers and self.name not in VALUE_SCORES:
@@ -151,17 +164,22 @@ class HeldoutScore:
         return -value if self.name.startswith("neg_") else value
 
 
-def _log_losses(y, values, fold_ids, weights, scheme) -> np.ndarray:
-    """Per fold the log-loss of its rows' class probabilities, the scale fitted on the
-    other folds' held-out values (:func:`kernelcv.machines.calibration.fit_scheme_scale`;
-    scikit-learn's ``log_loss``, weighted by ``weights`` when given). O(n k) per fold plus
-    the scale's fit."""
+def _probability_losses(name, y, values, fold_ids, weights, scheme) -> np.ndarray:
+    """Per fold the negated score ``name`` (one of :data:`PROBABILITY_SCORES`) of its
+    rows' class probabilities, the scale fitted on the other folds' held-out values
+    (:func:`kernelcv.machines.calibration.fit_scheme_scale`), by scikit-learn's metric
+    function, weighted by ``weights`` when given. As scikit-learn's scorers of two
+    classes, the Brier score and ROC AUC read the +1 class's probability. O(n k) per fold
+    plus the scale's fit (ROC AUC: O(n log n k^2) for ``ovo``)."""
     import sklearn.metrics  # scoring by probabilities only
 
+    function, options = METRICS[name]
+    metric = getattr(sklearn.metrics, function)
     n_classes, strategy = (2, None) if scheme is None else scheme
     y = np.asarray(y)
     codes = (y > 0).astype(np.intp) if n_classes == 2 else y.astype(np.intp)
     values = np.asarray(values, dtype=np.float64)
+    labels = np.arange(n_classes)
     t = int(fold_ids.max()) + 1
     losses = np.empty(t)
     for k in range(t):
@@ -169,9 +187,19 @@ def _log_losses(y, values, fold_ids, weights, scheme) -> np.ndarray:
         scale = fit_scheme_scale(values[~at], codes[~at], n_classes, strategy,
                                  None if weights is None else weights[~at])
         p = machine_probabilities(scale, values[at], n_classes, strategy)
-        losses[k] = sklearn.metrics.log_loss(
-            codes[at], p, labels=np.arange(n_classes),
-            sample_weight=None if weights is None else weights[at])
+        weight = None if weights is None else weights[at]
+        if name.startswith("roc_auc") and np.unique(codes[at]).size < n_classes:
+            raise KernelCVError(f"{name} needs every class in each test fold; use "
+                                "stratified folds (an integer cv) or scoring='neg_log_loss'")
+        if name == "neg_log_loss":
+            value = metric(codes[at], p, labels=labels, sample_weight=weight)
+        elif n_classes == 2:
+            value = metric(codes[at], p[:, 1], sample_weight=weight)
+        elif name == "neg_brier_score":
+            value = metric(codes[at], p, labels=labels, sample_weight=weight)
+        else:
+            value = metric(codes[at], p, labels=labels, sample_weight=weight, **options)
+        losses[k] = value if name.startswith("neg_") else -value
     return losses
 
 

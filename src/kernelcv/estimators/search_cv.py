@@ -88,8 +88,10 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         the +1 class is the larger label), ``"f1_macro"`` and the other ``_macro``,
         ``_micro``, ``_weighted`` averages, ``"neg_mean_squared_error"``,
         ``"neg_root_mean_squared_error"``, ``"neg_mean_absolute_error"`` and ``"r2"``
-        from the held-out decision values (:mod:`kernelcv.criteria.scoring`); other
-        scorer names (``"neg_log_loss"``) and callables ``scorer(estimator, X, y)``
+        from the held-out decision values, and ``"neg_log_loss"``,
+        ``"neg_brier_score"``, ``"roc_auc_ovr"``, ``"roc_auc_ovo"`` (and ``_weighted``)
+        from cross-fitted probabilities of them (:mod:`kernelcv.criteria.scoring`); other
+        scorer names and callables ``scorer(estimator, X, y)``
         need ``method="exact"``, as do several metrics (a list, or a dict of names to
         scorers, with ``refit`` naming the one that chooses).
     n_jobs : int or None, default=None
@@ -638,8 +640,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         """``best_estimator_.score`` (accuracy or R^2) when ``scoring`` is None, as
         GridSearchCV; else ``scorer_(best_estimator_, X, y)`` (several metrics: the
         ``refit`` one's, or the estimator's own score with a callable ``refit``); a
-        probability score (``neg_log_loss``) is taken of the search's own
-        ``predict_proba``."""
+        probability score (``neg_log_loss``, ``neg_brier_score``, ``roc_auc_ovr``, ...) is
+        taken of the search's own ``predict_proba``."""
         estimator = self._check_refit("score")
         if self.scoring is None:
             return estimator.score(X, y)

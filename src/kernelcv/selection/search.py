@@ -205,7 +205,8 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
             raise KernelCVError("sample_weight needs the rows in memory, not streamed")
         machine = machine.with_sample_weight(check_sample_weight(sample_weight, y.shape[0]))
     if method.scoring is not None:
-        method.scoring.check(machine.is_classifier, len(mapping) if mapping else None)
+        method.scoring.check(machine.is_classifier, len(mapping) if mapping else None,
+                             weighted=machine.row_weighted)
     method = method.bind(machine, space.kernel, random_state)
     space, derived, grid_entry = space.with_data(X, method)
     n = y.shape[0]
