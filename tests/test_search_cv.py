@@ -103,7 +103,12 @@ def test_default_grid_and_scale_gamma(classification):
     X, y, _ = classification
     search = KernelSearchCV("lssvm", cv=3).fit(X, y)
     gammas = search.gamma_grid_["values"]  # from the data: tests/test_gamma_range.py
-    assert len(search.cv_results_["params"]) == len(gammas) * 15
+    # 15 lam values per gamma, and the reserve values the widening toward large C
+    # evaluated (tests/test_grid_widening.py)
+    base = len(gammas) * 15
+    widened = [n for n in search.search_.notes if n.startswith("grid widened")]
+    assert len(search.cv_results_["params"]) == base + (
+        int(widened[0].split(" reserve")[0].rsplit(" ", 1)[1]) if widened else 0)
     scale = KernelSearchCV("lssvm", {"gamma": ["scale"], "lam": [0.01]}, cv=3).fit(X, y)
     assert scale.best_params_ == {"gamma": "scale", "lam": 0.01}
 

@@ -433,9 +433,10 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             self._fit_fold_by_fold(head, base, prefix, params, search_params, lams, X, y,
                                    folds, classifier, execution.n_jobs, sample_weight)
         else:
+            reserve = [] if self.param_grid is not None else method.reserve_lams(n)
             self._fit_fast(head, base, prefix, params, search_params, lams, X, y, folds,
                            classifier, score, method, rff, safeguards, execution,
-                           sample_weight)
+                           sample_weight, reserve)
             if size_note is not None:
                 self.search_.notes.insert(0, size_note)
         self.best_params_ = params[self.best_index_]
@@ -502,7 +503,11 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                 self.calibration_ = fit_score_scale(values, class_codes(y), sample_weight)
 
     def _fit_fast(self, head, base, prefix, params, search_params, lams, X, y, folds,
-                  classifier, score, method, rff, safeguards, execution, sample_weight=None):
+                  classifier, score, method, rff, safeguards, execution, sample_weight=None,
+                  reserve=()):
+        """The search on the fast criteria. ``reserve``: lam values below the default
+        grid, evaluated where the choice reaches them (run_search); the ones evaluated
+        join ``params``, ``search_params`` and ``lams`` (changed in place)."""
         fitted_head = None if head is None else clone(head).fit(X, y)
         X_search = X if fitted_head is None else fitted_head.transform(X)
         X_checked = base._validate_fit_input(X_search, y, y_numeric=not classifier)[0]
@@ -526,7 +531,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                          multiclass=options.get("multiclass", "ovo"),
                          class_weight=options.get("class_weight")),
             method, SearchSpace.explicit(kernels.pop() if len(kernels) == 1 else "mixed",
-                                         settings, setting_lams),
+                                         settings, setting_lams, reserve),
             folds=folds, random_state=self.random_state, average="folds",
             safeguards=safeguards, execution=execution,
             screening=Screening(strategy=_screen_strategy(self.screen, n, method)),
@@ -535,10 +540,12 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         warn_edges(result, stacklevel=4)
         lookup = {(order[c["setting"]], float(c["lam"])): i
                   for i, c in enumerate(result.candidates)}
+        if reserve:
+            _add_widened(result, order, keys, params, search_params, lams)
         mapped = [result.candidates[lookup[key]] if key in lookup
                   else _screened_out(result) for key in keys]
         chosen = None
-        if result.confirmed or result.refined:
+        if result.confirmed or result.refined or reserve:
             chosen = keys.index((order[result.best["setting"]], float(result.best["lam"])))
         self.cv_results_, self.best_index_ = cv_results(
             params, mapped, chosen, default_classifier=classifier and score is None,
@@ -713,6 +720,24 @@ def _screen_strategy(screen, n_samples: int, method) -> str:
     if isinstance(method, Spectral | ClosedForm | FeatureSpace):
         return "off"
     return "halving" if n_samples >= 200 else "coarse"
+
+
+def _add_widened(result, order, keys, params, search_params, lams) -> None:
+    """Put the reserve candidates the search evaluated (a default grid widened toward
+    large C) among the default grid's candidates, each setting's lam values ascending as
+    in the grid: ``keys``, ``params``, ``search_params`` and ``lams`` change in place."""
+    known = set(keys)
+    rows = list(zip(keys, params, search_params, lams, strict=True))
+    for candidate in result.candidates:
+        key = (order[candidate["setting"]], float(candidate["lam"]))
+        if key not in known:
+            gamma = dict(key[0]).get("gamma")
+            entry = {"lam": key[1]} if gamma is None else {"gamma": gamma, "lam": key[1]}
+            rows.append((key, entry, dict(entry), key[1]))
+    setting_position = {setting: i for i, setting in enumerate(order)}
+    rows.sort(key=lambda row: (setting_position[row[0][0]], row[0][1]))
+    keys[:], params[:], search_params[:], lams[:] = (list(part) for part in zip(*rows,
+                                                                                strict=True))
 
 
 def _screened_out(result) -> dict:

@@ -246,6 +246,9 @@ class FeatureSpace(CVMethod):
     def default_lams(self, n_samples):
         return [float(v) for v in c_to_lam(paper_cs(), n_samples)]
 
+    def reserve_lams(self, n_samples):
+        return []  # the paper's C grid, walked by the feature growth
+
     @property
     def adaptive(self) -> bool:
         """Whether D grows (``features="auto"``)."""

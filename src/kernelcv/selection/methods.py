@@ -52,7 +52,7 @@ from .granularity import (
     check_tolerance,
 )
 from .records import cv_record, fold_losses, gram_for_setting, loss_delta, parse_order
-from .space.grids import default_gammas, default_lams
+from .space.grids import default_gammas, default_lams, reserve_lams
 from .warm_starts import WarmStarts
 
 __all__ = ["BIF", "CVMethod", "ClosedForm", "ExactRefit", "GranularityRule", "GridRun",
@@ -150,6 +150,12 @@ class CVMethod:
     def default_lams(self, n_samples: int) -> list[float]:
         """The default lam grid, ``2^i / n`` for i = -3..11."""
         return default_lams(n_samples)
+
+    def reserve_lams(self, n_samples: int) -> list[float]:
+        """The default grid's reserve toward large C, ``2^i / n`` for i = -12..-4,
+        evaluated where the choice reaches the edge
+        (:mod:`~kernelcv.selection.after_grid.extension`); empty: no reserve."""
+        return reserve_lams(n_samples)
 
     def base_folds(self, folds, n_samples: int):
         """The fixed folds of the search (int t or fold ids)."""

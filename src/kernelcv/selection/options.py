@@ -90,6 +90,7 @@ class SearchSpace:
     Cs: tuple | None = None
     setting_lams: tuple | None = None
     gamma_grid: str | None = None
+    reserve: tuple | None = None
 
     @classmethod
     def grid(cls, kernel="rbf", gammas=None, degrees=None, lams=None, *, gamma=None,
@@ -146,13 +147,25 @@ class SearchSpace:
         return space, derived, entry
 
     @classmethod
-    def explicit(cls, kernel, settings, setting_lams) -> SearchSpace:
-        """Given kernel settings with one lam list per setting."""
+    def explicit(cls, kernel, settings, setting_lams, reserve=None) -> SearchSpace:
+        """Given kernel settings with one lam list per setting (``reserve``: lam values
+        below them evaluated where the choice reaches that edge, as :meth:`reserve_for`)."""
         param_name = "gamma" if kernel in ("rbf", "laplace") else (
             "degree" if kernel == "poly" else None)
         return cls(kernel=kernel, param_name=param_name, settings=tuple(settings),
                    setting_lams=tuple(tuple(check_grid(values, "lam"))
-                                      for values in setting_lams))
+                                      for values in setting_lams),
+                   reserve=None if not reserve else tuple(check_grid(reserve, "lam")))
+
+    def reserve_for(self, n_samples: int, method) -> list[float]:
+        """The lam values held in reserve below the grid toward large C: the method's
+        (:meth:`CVMethod.reserve_lams`) when the lam grid is its default, the given ones
+        of :meth:`explicit`, else none (a user's grid is searched as given)."""
+        if self.reserve is not None:
+            return list(self.reserve)
+        if self.lams is None and self.Cs is None and self.setting_lams is None:
+            return list(method.reserve_lams(n_samples))
+        return []
 
     def resolve(self, n_samples: int, method) -> tuple[list[dict], list[list[float]]]:
         """The settings and one lam list per setting for n samples (method's defaults)."""

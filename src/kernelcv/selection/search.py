@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -27,7 +28,8 @@ from ..machines.weights import weights_digest
 from ..reading.rowchunks import as_source
 from ..validation import check_data, check_sample_weight, make_folds
 from .after_grid.baseline import baseline_note
-from .after_grid.edges import grid_edges
+from .after_grid.edges import edge_distance, grid_edges
+from .after_grid.extension import extend_at_edge
 from .after_grid.resume_check import recompute_resumed_choice
 from .after_grid.safeguards import (
     APPROXIMATE,
@@ -53,7 +55,14 @@ from .options import (
     kernel_settings,
 )
 from .records import EXACT_STATUS
-from .screening import SCREENING_REFUSED, Screening, SearchStrategy, evaluate_grid, plan
+from .screening import (
+    SCREENING_REFUSED,
+    GridTasks,
+    Screening,
+    SearchStrategy,
+    evaluate_grid,
+    plan,
+)
 from .warm_starts import WarmStarts
 
 # Option names that select results of nothing: they may differ when a checkpoint resumes.
@@ -211,6 +220,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     space, derived, grid_entry = space.with_data(X, method)
     n = y.shape[0]
     settings, setting_lams = space.resolve(n, method)
+    reserve = space.reserve_for(n, method)
     fold_ids = make_folds(y, method.base_folds(folds, n), machine.is_classifier,
                           random_state)
     budget = execution.memory_budget
@@ -246,6 +256,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
 
     search_tic = time.perf_counter()
     walked = method.search_grid(X, y, fold_ids, settings, setting_lams, shared, execution)
+    widen_notes = []
     if walked is not None:  # the method walks the grid itself (the rff feature growth)
         (per_setting, chosen, method, walk_notes), rounds, screen_notes = walked, 0, []
     else:
@@ -254,6 +265,10 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
             settings, setting_lams, shared, execution, screening, store,
             subsample=(X, method, machine.is_classifier, random_state,
                        machine.is_multiclass and machine.multiclass == "ovo"))
+        if reserve:
+            reserve_grid = GridTasks(settings, [reserve] * len(settings), shared, execution)
+            per_setting, widen_notes = extend_at_edge(per_setting, setting_lams, reserve,
+                                                      reserve_grid.runner(stage="widen"))
     search_seconds = time.perf_counter() - search_tic
 
     order = method.reported_order()
@@ -276,8 +291,13 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
                   safeguards=safeguards, execution=execution, shared=shared, store=store)
     rechecked, confirmed = method.check_grid(candidates, run)
     heldout, values = run.heldout, run.values
+    # the whole grid a choice is judged against: each setting's lam values and the reserve
+    full_lams = [sorted({*lams, *reserve}) for lams in setting_lams]
+    # on a default grid, ties go to the candidate farthest from the grid's edges
+    interior = (partial(edge_distance, candidates, settings, full_lams, space.param_name)
+                if reserve else None)
     best_index = choose(candidates, method.safeguarded, method.score_is_error, confirmed,
-                        rechecked, chosen)
+                        rechecked, chosen, interior)
     resume_notes = []
     from_checkpoint = {i for i, c in enumerate(candidates)
                        if c["setting"] in resumed_settings or i in resumed_confirmations}
@@ -302,9 +322,10 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         notes.extend(baseline_note(candidates[best_index], y, fold_ids,
                                    machine.is_classifier))
     notes.extend([derived.note()] if derived else [])
-    edges = grid_edges(candidates[best_index], settings, setting_lams, space.param_name)
+    edges = grid_edges(candidates[best_index], settings, full_lams, space.param_name)
     edge_texts = method.edge_notes(edges, candidates[best_index],
                                    derived.edge_reasons() if derived else None)
+    notes.extend(widen_notes)
     notes.extend(edge_texts)
     if screening.enabled:
         grid_size = sum(len(lams) for lams in setting_lams)

@@ -37,6 +37,30 @@ def grid_edges(best: dict, settings, setting_lams, param_name) -> dict:
     return edges
 
 
+def edge_distance(candidates, settings, setting_lams, param_name, index: int) -> int:
+    """How many grid steps candidate ``index`` lies from the nearest edge of its grid: the
+    smallest over the searched parameters (the kernel parameter among ``settings``, lam
+    among its setting's ``setting_lams``) of its position from either end; parameters
+    with one value do not count. O(grid size)."""
+    best = candidates[index]
+    distances = []
+    if param_name is not None and param_name in best:
+        values = sorted({s[param_name] for s in settings if param_name in s})
+        distances.append(_steps_in(best[param_name], values))
+    setting = best.get("setting")
+    if setting is not None:
+        distances.append(_steps_in(best["lam"], sorted(set(setting_lams[setting]))))
+    distances = [d for d in distances if d is not None]
+    return min(distances) if distances else 0
+
+
+def _steps_in(value, values):
+    if len(values) < 2:
+        return None
+    position = min(range(len(values)), key=lambda i: abs(values[i] - value))
+    return min(position, len(values) - 1 - position)
+
+
 def _edge(value, values):
     if value is None or len(values) < 2:
         return None

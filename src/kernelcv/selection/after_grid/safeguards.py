@@ -165,20 +165,28 @@ def run_safeguards(candidates, method, options, average, shared, store, executio
 
 
 def choose(candidates, safeguarded, score_is_error, confirmed, rechecked,
-           chosen=None) -> int:
-    """Best candidate: by exact error among the refit pool, else by score (ties: grid order).
+           chosen=None, interior=None) -> int:
+    """Best candidate: by exact error among the refit pool, else by score (ties: grid
+    order, as GridSearchCV; with ``interior``, the candidate farthest from the grid's
+    edges first).
 
     The refit pool of a safeguarded method is every candidate with an exact error: the
     confirmed ones and the rechecked (degenerate) ones, so no candidate with a better
     exact error than the choice is left behind. ``chosen`` = ``(setting, lam position)``:
     a method that walked the grid itself made the choice (the rff feature growth).
+    ``interior(index)``: a candidate's distance in grid steps from the nearest edge
+    (:func:`~kernelcv.selection.after_grid.edges.edge_distance`), for default grids.
     """
     if chosen is not None:
         return [i for i, c in enumerate(candidates) if c["setting"] == chosen[0]][chosen[1]]
+
+    def inward(i):
+        return 0 if interior is None else -interior(i)
+
     if safeguarded and confirmed:
         pool = set(confirmed) | set(rechecked)
-        return min(pool, key=lambda i: (candidates[i]["exact_error"], i))
-    return min(range(len(candidates)), key=lambda i: (candidates[i]["score"], i))
+        return min(pool, key=lambda i: (candidates[i]["exact_error"], inward(i), i))
+    return min(range(len(candidates)), key=lambda i: (candidates[i]["score"], inward(i), i))
 
 
 def none_finite(candidates) -> bool:

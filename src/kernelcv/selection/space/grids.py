@@ -4,7 +4,10 @@ Defaults (as in the BIF and granularity papers):
 
 * RBF/Laplace width ``sigma`` in ``{2^-10, ..., 2^10}``, i.e. ``gamma = 1 / (2 sigma^2)``
   in ``{2^-21, 2^-19, ..., 2^19}`` (21 values);
-* ``lam`` in ``{2^i / n : i = -3, ..., 11}`` (15 values);
+* ``lam`` in ``{2^i / n : i = -3, ..., 11}`` (15 values), SVC's C = 1 / (2 n lam) from
+  2^-12 to 4; a search's default grid holds ``2^i / n``, i = -12..-4 (C = 8 .. 2^11) in
+  reserve, evaluated where the choice reaches the large-C edge
+  (:mod:`kernelcv.selection.after_grid.extension`);
 * polynomial degree ``1..8``.
 """
 
@@ -26,6 +29,12 @@ def default_gammas() -> list[float]:
 def default_lams(n_samples: int) -> list[float]:
     """``lam = 2^i / n`` for ``i = -3, ..., 11``."""
     return [2.0**i / n_samples for i in range(-3, 12)]
+
+
+def reserve_lams(n_samples: int) -> list[float]:
+    """``lam = 2^i / n`` for ``i = -12, ..., -4`` (C = 2^11 .. 8): the default grid's
+    reserve toward large C."""
+    return [2.0**i / n_samples for i in range(-12, -3)]
 
 
 def default_degrees() -> list[int]:
