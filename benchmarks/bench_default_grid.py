@@ -73,7 +73,7 @@ def chosen_c(search, n):
     params = search.best_params_
     if "svc__C" in params:
         return params["svc__C"]
-    return 1.0 / (2.0 * n * params["svc__lam"])
+    return 1.0 / (2.0 * n * params.get("svc__lam", params.get("lam")))
 
 
 def on_libsvm_edge(search, grid):
@@ -108,8 +108,9 @@ def main():
             pipe = make_pipeline(StandardScaler(), SVC())
             widened = KernelSearchCV(pipe, cv=cv)
             rows = [("widened", widened) + timed(widened, X_a, y_a, X_b, y_b)]
-            gammas = sorted(set(widened.cv_results_["param_gamma"]))
-            base = KernelSearchCV(pipe, {"gamma": gammas, "lam": default_lams(n)}, cv=cv)
+            gammas = [float(g) for g in sorted(set(widened.cv_results_["param_gamma"]))]
+            base = KernelSearchCV(pipe, {"svc__gamma": gammas, "svc__lam": default_lams(n)},
+                                  cv=cv)
             rows.append(("base", base) + timed(base, X_a, y_a, X_b, y_b))
             if not args.no_peers:
                 for label, cls in (("GS", GridSearchCV), ("Halving", HalvingGridSearchCV)):

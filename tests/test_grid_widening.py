@@ -169,3 +169,19 @@ def test_a_users_grid_is_never_widened():
                                 method="exact").fit(X, y)
     assert len(search.cv_results_["params"]) == 2 * len(default_lams(n))
     assert not any("widened" in note for note in search.search_.notes)
+
+
+def test_grid_search_default_widens_on_the_closed_form_as_the_exhaustive_search():
+    from kernelcv import grid_search
+
+    X, y = noiseless_regression(n=90, seed=2)
+    n = len(y)
+    widened = grid_search(X, y, "krr", gammas=[0.125, 0.5, 2.0], folds=5)
+    full = grid_search(X, y, "krr", gammas=[0.125, 0.5, 2.0],
+                       lams=reserve_lams(n) + default_lams(n), folds=5)
+    assert widened.method == full.method == "closed-form"
+    assert any(note.startswith("grid widened") for note in widened.notes)
+    assert widened.best["lam"] == pytest.approx(full.best["lam"])
+    assert widened.best["gamma"] == full.best["gamma"]
+    assert widened.best["score"] == pytest.approx(full.best["score"], rel=1e-10)
+    assert len(widened.candidates) < len(full.candidates)

@@ -76,11 +76,14 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         Keys among ``kernel``, ``gamma`` (numbers, ``"scale"`` or ``"auto"``), ``degree``,
         ``coef0`` and one of ``lam``, ``C`` (``lam = 1 / (2 n C)``, SVC's) or ``alpha``
         (``lam = alpha / n``, KernelRidge's), n the samples given to ``fit``; in a
-        Pipeline prefixed ``<last step>__``. Default: ``lam = 2^i/n``, i = -3..11, and
-        for the rbf and laplace kernels gamma from the data's distances: the powers
-        ``2^(2k+1)`` of the papers' grid without those whose kernel matrix is
-        numerically the identity or near-constant (``gamma_grid_``; docs/grids.md);
-        ``method="rff"`` and the poly kernel keep the method's fixed gamma grid.
+        Pipeline prefixed ``<last step>__``. Default: ``lam = 2^i/n``, i = -3..11 (C =
+        2^-12..4), widened toward C = 2^11 where the choice reaches that edge (the
+        values evaluated join ``cv_results_``; ties go to the candidate farthest from
+        the grid's edges), and for the rbf and laplace kernels gamma from the data's
+        distances: the powers ``2^(2k+1)`` of the papers' grid without those whose
+        kernel matrix is numerically the identity or near-constant (``gamma_grid_``;
+        docs/grids.md); ``method="rff"`` and the poly kernel keep the method's fixed
+        grids.
     scoring : str, callable, list, dict or None, default=None
         None: accuracy (classifiers) or negative MSE (regressors). The fast criteria
         compute ``"accuracy"``, ``"balanced_accuracy"``, ``"roc_auc"``,

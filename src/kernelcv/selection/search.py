@@ -384,7 +384,9 @@ def grid_search(X, y, machine="krr", *, kernel="rbf", gammas=None, degrees=None,
         the default: the papers' lattice between the ends derived from the data's
         distances, :mod:`kernelcv.selection.space.gamma_range`) or ``"paper"`` (the method's
         fixed grid, :mod:`kernelcv.selection.space.grids`); ``degrees`` (poly, default 1..8);
-        lam's default ``2^i / n``, i = -3..11.
+        lam's default ``2^i / n``, i = -3..11 (C = 2^-12..4), widened toward C = 2^11
+        where the choice reaches that edge (:mod:`~kernelcv.selection.after_grid.
+        extension`), ties there going to the candidate farthest from the grid's edges.
     Cs : instead of ``lams``, SVC-style values C; ``lam = 1 / (2 n C)`` (divide
         ``0.5||w||^2 + C sum loss`` by ``n C`` to get the mean-loss form).
     kernel_params : dict of the kernel parameters not searched: poly's ``gamma``
