@@ -257,7 +257,7 @@ def test_scorers_that_need_a_model_go_fold_by_fold(binary):
     with pytest.raises(KernelCVError, match="method='exact'"):
         KernelSearchCV(L2SVMClassifier(), GRID, scoring=f1).fit(X, y)
     with pytest.raises(KernelCVError, match="method='exact'"):
-        KernelSearchCV(L2SVMClassifier(), GRID, scoring="d2_brier_score").fit(X, y)
+        KernelSearchCV(L2SVMClassifier(), GRID, scoring="top_k_accuracy").fit(X, y)
     with pytest.raises(KernelCVError, match="unknown scoring"):
         KernelSearchCV(L2SVMClassifier(), GRID, scoring="nonsense").fit(X, y)
     with pytest.raises(KernelCVError, match="several metrics at once"):

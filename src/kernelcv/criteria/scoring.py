@@ -16,11 +16,21 @@ and F1 of the +1 class for two classes, or averaged: ``_macro``, ``_micro``,
 Brier score, one-vs-rest and one-vs-one ROC AUC) first turn each test fold's held-out
 values into probabilities by a scale fitted on the other folds' values (cross-fitted).
 Cost: O(n log n) for ROC AUC and average precision (a sort per fold), O(n k) otherwise.
+
+scikit-learn's other scorer names that read ``predict`` or ``predict_proba``
+(``matthews_corrcoef``, ``jaccard``, the clustering indices, ``explained_variance``,
+``max_error``, ``d2_*``, ...) are scored by scikit-learn's scorer object itself, given a
+stand-in estimator that returns the fold's held-out predictions in the original labels
+(or its cross-fitted probabilities): GridSearchCV's value on the same held-out values,
+with scikit-learn's per-call checks paid once per fold.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import inspect
+import warnings
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -70,22 +80,46 @@ class HeldoutScore:
 
     Parameters
     ----------
-    name : one of :data:`SCORES` (scikit-learn's scorer names).
+    name : one of :data:`SCORES`, or another of scikit-learn's scorer names that reads
+        ``predict`` or ``predict_proba`` (:func:`scorer_response`): those are computed
+        by scikit-learn's scorer itself on the held-out predictions (its per-call checks
+        paid once per fold).
+    classifier, labels : set by :meth:`bound` when a search knows its task: whether the
+        machine classifies, and the original label of each class code (for the scores
+        of scikit-learn's scorers, which see the labels GridSearchCV's would see).
     """
 
     name: str
+    classifier: bool | None = None
+    labels: tuple | None = None
 
     def __post_init__(self):
-        if self.name not in SCORES:
+        if self.name not in SCORES and scorer_response(self.name) is None:
             raise KernelCVError(
                 f"scoring {self.name!r} cannot be computed from held-out decision values; "
-                f"the fast criteria offer {', '.join(SCORES)} (any other scorer, or a "
-                "callable, needs method='exact')")
+                f"the fast criteria offer {', '.join(SCORES)} and scikit-learn's other "
+                "scorers of predict or predict_proba (any other scorer, or a callable, "
+                "needs method='exact')")
 
     @property
     def for_classifiers(self) -> bool:
-        """Whether the score is a classification score."""
-        return self.name in CLASSIFICATION_SCORES
+        """Whether the score is a classification score (scikit-learn's other scorers:
+        those of probabilities; the rest apply to either task, as in GridSearchCV)."""
+        return (self.name in CLASSIFICATION_SCORES
+                or scorer_response(self.name) == "predict_proba")
+
+    @property
+    def of_probabilities(self) -> bool:
+        """Whether the score reads class probabilities (cross-fitted from the held-out
+        values of every machine of a multiclass scheme)."""
+        return (self.name in PROBABILITY_SCORES
+                or scorer_response(self.name) == "predict_proba")
+
+    def bound(self, classifier: bool, mapping: dict | None) -> HeldoutScore:
+        """This score for a search of known task: ``mapping`` the label mapping of
+        :func:`~kernelcv.validation.check_data` (class code -> original label)."""
+        labels = None if not mapping else tuple(mapping[code] for code in sorted(mapping))
+        return replace(self, classifier=bool(classifier), labels=labels)
 
     def check(self, classifier: bool, n_classes: int | None = None, weighted: bool = False):
         """Refuse a score that does not fit the task (before any work); ``weighted``: the
@@ -94,6 +128,12 @@ class HeldoutScore:
             raise KernelCVError(f"scoring {self.name!r} takes no sample weights (scikit-"
                                 "learn's one-vs-one ROC AUC refuses them); use "
                                 f"{self.name.replace('ovo', 'ovr')!r}")
+        if weighted and self.name not in SCORES and not _takes_weights(self.name):
+            warnings.warn(f"scoring {self.name!r} takes no sample weights: the test folds "
+                          "are scored unweighted (as GridSearchCV does, with its warning)",
+                          UserWarning, stacklevel=3)
+        if self.name not in SCORES and not self.for_classifiers:
+            return  # scikit-learn's scorer of predictions: GridSearchCV refuses no task
         if classifier != self.for_classifiers:
             task = "a classifier" if classifier else "a regressor"
             offered = CLASSIFICATION_SCORES if classifier else REGRESSION_SCORES
@@ -123,6 +163,8 @@ class HeldoutScore:
             of :data:`PROBABILITY_SCORES`, whose ``predictions`` are then the (n, m)
             machines' held-out values (the (n,) values for two classes).
         """
+        if self.name not in SCORES:
+            return _scorer_losses(self, y, predictions, fold_ids, weights, scheme)
         if self.name in PROBABILITY_SCORES:
             return _probability_losses(self.name, y, predictions, fold_ids, weights,
                                        scheme)
@@ -162,6 +204,119 @@ class HeldoutScore:
                                 "scoring='accuracy'")
         value = _METRIC_FUNCTIONS[self.name](np.asarray(y), np.asarray(values))
         return -value if self.name.startswith("neg_") else value
+
+
+def scorer_response(name) -> str | None:
+    """``"predict"`` or ``"predict_proba"``: what scikit-learn's scorer ``name`` reads,
+    for the names outside :data:`SCORES` that held-out values can feed; None for the
+    others (unknown names, ``top_k_accuracy``'s decision function) and for
+    :data:`SCORES` itself."""
+    if not isinstance(name, str) or name in SCORES:
+        return None
+    return _scorer_responses().get(name)
+
+
+@lru_cache(maxsize=1)
+def _scorer_responses() -> dict:
+    import sklearn.metrics  # only for scikit-learn's other scorer names
+
+    out = {}
+    for name in sklearn.metrics.get_scorer_names():
+        response = getattr(sklearn.metrics.get_scorer(name), "_response_method", None)
+        if response in ("predict", "predict_proba"):
+            out[name] = response
+    return out
+
+
+def _takes_weights(name) -> bool:
+    """Whether scikit-learn's scorer ``name`` passes ``sample_weight`` to its metric (the
+    clustering indices and ``max_error`` take none)."""
+    import sklearn.metrics  # only for scikit-learn's other scorer names
+
+    function = getattr(sklearn.metrics.get_scorer(name), "_score_func", None)
+    return function is None or "sample_weight" in inspect.signature(function).parameters
+
+
+@lru_cache(maxsize=1)
+def _held_out_estimators():
+    """Two stand-in estimators whose ``predict`` / ``predict_proba`` return held-out
+    values already computed (the row index is X's one column), so that scikit-learn's
+    scorer objects score them exactly as they score a fitted estimator."""
+    from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+
+    class HeldOutClassifier(ClassifierMixin, BaseEstimator):
+        def __init__(self, classes=None, predicted=None, probabilities=None):
+            self.classes = classes
+            self.predicted = predicted
+            self.probabilities = probabilities
+
+        @property
+        def classes_(self):
+            return self.classes
+
+        def predict(self, X):
+            return self.predicted[np.asarray(X)[:, 0]]
+
+        def predict_proba(self, X):
+            return self.probabilities[np.asarray(X)[:, 0]]
+
+    class HeldOutRegressor(RegressorMixin, BaseEstimator):
+        def __init__(self, predicted=None):
+            self.predicted = predicted
+
+        def predict(self, X):
+            return self.predicted[np.asarray(X)[:, 0]]
+
+    return HeldOutClassifier, HeldOutRegressor
+
+
+def _scorer_losses(score: HeldoutScore, y, values, fold_ids, weights, scheme) -> np.ndarray:
+    """Per fold the negated value of scikit-learn's scorer ``score.name`` (one outside
+    :data:`SCORES`) on the fold's held-out predictions, in the original labels
+    (``score.labels``), or its cross-fitted class probabilities (as
+    :func:`_probability_losses`), weighted by ``weights`` when given. O(scikit-learn's
+    metric) per fold plus its input checks."""
+    import sklearn.metrics  # only for scikit-learn's other scorer names
+
+    if score.classifier is None:
+        raise KernelCVError(f"scoring {score.name!r} needs its search's task: use "
+                            "HeldoutScore.bound (run_search does)")
+    scorer = sklearn.metrics.get_scorer(score.name)
+    weighted = _takes_weights(score.name)
+    classifier_type, regressor_type = _held_out_estimators()
+    y = np.asarray(y)
+    values = np.asarray(values)
+    t = int(fold_ids.max()) + 1
+    if score.classifier:
+        classes = np.asarray(score.labels)
+        n_classes = classes.size
+        codes = (y > 0).astype(np.intp) if n_classes == 2 else y.astype(np.intp)
+        truth = classes[codes]
+        if not score.of_probabilities:
+            predicted = classes[(values >= 0).astype(np.intp) if n_classes == 2
+                                else values.astype(np.intp)]
+    losses = np.empty(t)
+    for k in range(t):
+        at = fold_ids == k
+        rows = np.arange(int(at.sum())).reshape(-1, 1)
+        if score.classifier and score.of_probabilities:
+            strategy = None if scheme is None else scheme[1]
+            scale = fit_scheme_scale(values[~at], codes[~at], n_classes, strategy,
+                                     None if weights is None else weights[~at])
+            stand_in = classifier_type(classes, probabilities=machine_probabilities(
+                scale, values[at], n_classes, strategy))
+        elif score.classifier:
+            stand_in = classifier_type(classes, predicted=predicted[at])
+        else:
+            stand_in = regressor_type(values[at].astype(np.float64))
+        extra = {} if weights is None or not weighted else {"sample_weight": weights[at]}
+        try:
+            value = scorer(stand_in, rows, truth[at] if score.classifier else y[at], **extra)
+        except (ValueError, TypeError) as error:
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else "failed"
+            raise KernelCVError(f"scoring {score.name!r} on test fold {k}: {reason}") from None
+        losses[k] = -float(value)
+    return losses
 
 
 def _probability_losses(name, y, values, fold_ids, weights, scheme) -> np.ndarray:

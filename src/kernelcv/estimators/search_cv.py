@@ -22,7 +22,7 @@ from sklearn.model_selection import PredefinedSplit, cross_val_predict
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..criteria.scoring import PROBABILITY_SCORES, SCORES, HeldoutScore
+from ..criteria.scoring import PROBABILITY_SCORES, SCORES, HeldoutScore, scorer_response
 from ..exceptions import KernelCVError
 from ..machines import make_machine
 from ..machines.calibration import PairScale, fit_score_scale
@@ -93,8 +93,10 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``"neg_root_mean_squared_error"``, ``"neg_mean_absolute_error"`` and ``"r2"``
         from the held-out decision values, and ``"neg_log_loss"``,
         ``"neg_brier_score"``, ``"roc_auc_ovr"``, ``"roc_auc_ovo"`` (and ``_weighted``)
-        from cross-fitted probabilities of them (:mod:`kernelcv.criteria.scoring`); other
-        scorer names and callables ``scorer(estimator, X, y)``
+        from cross-fitted probabilities of them (:mod:`kernelcv.criteria.scoring`), as
+        well as scikit-learn's other scorer names of ``predict`` or ``predict_proba``
+        (scored by scikit-learn's scorer on the held-out predictions); ``top_k_accuracy``
+        and callables ``scorer(estimator, X, y)``
         need ``method="exact"``, as do several metrics (a list, or a dict of names to
         scorers, with ``refit`` naming the one that chooses).
     n_jobs : int or None, default=None
@@ -304,7 +306,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         except ValueError:
             raise KernelCVError(f"unknown scoring {scoring!r}; see "
                                 "sklearn.metrics.get_scorer_names()") from None
-        if scoring in SCORES:
+        if scoring in SCORES or scorer_response(scoring) is not None:
             score = HeldoutScore(scoring)
             score.check(classifier)
             return score, scorer, False
@@ -659,7 +661,8 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
             if callable(self.refit):
                 return estimator.score(X, y)
             return self.scorer_[self.refit](estimator, X, y)
-        if self.scoring in PROBABILITY_SCORES:  # the search's calibrated probabilities
+        if self.scoring in PROBABILITY_SCORES or scorer_response(self.scoring) == \
+                "predict_proba":  # the search's calibrated probabilities
             return self.scorer_(self, X, y)
         return self.scorer_(estimator, X, y)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -216,6 +216,8 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     if method.scoring is not None:
         method.scoring.check(machine.is_classifier, len(mapping) if mapping else None,
                              weighted=machine.row_weighted)
+        method = replace(method, scoring=method.scoring.bound(machine.is_classifier,
+                                                              mapping))
     method = method.bind(machine, space.kernel, random_state)
     space, derived, grid_entry = space.with_data(X, method)
     n = y.shape[0]
