@@ -111,16 +111,24 @@ def test_probability_scorers_score_the_cross_fitted_probabilities(name, metric, 
                                                                              abs=1e-7)
 
 
-def test_every_predict_or_proba_scorer_is_accepted_and_top_k_still_needs_exact():
+def test_every_scikit_learn_scorer_name_is_computed_from_held_out_values():
     import sklearn.metrics
 
     for name in sklearn.metrics.get_scorer_names():
-        if name in SCORES or scorer_response(name) is not None:
-            HeldoutScore(name)
-    assert scorer_response("top_k_accuracy") is None
+        assert name in SCORES or scorer_response(name) is not None, name
+        HeldoutScore(name)
     X, y = labelled(3, seed=9, labels=["a", "b", "c"])
     with pytest.raises(KernelCVError, match="method='exact'"):
-        KernelSearchCV(L2SVMClassifier(), GRID, scoring="top_k_accuracy").fit(X, y)
+        KernelSearchCV(L2SVMClassifier(), GRID,
+                       scoring=lambda estimator, X, y: 0.0).fit(X, y)
+
+
+@pytest.mark.parametrize("scheme", ["ovo", "ovr"])
+def test_top_k_accuracy_reads_the_per_class_scores_as_gridsearchcv(scheme):
+    X, y = labelled(3, n=150, seed=12, labels=["a", "b", "c"])
+    assert_same_as_gridsearchcv(L2SVMClassifier(multiclass=scheme, tol=1e-12), X, y,
+                                "top_k_accuracy",
+                                StratifiedKFold(3, shuffle=True, random_state=4))
 
 
 def test_a_scorer_that_fails_on_a_fold_is_one_readable_error():

@@ -21,7 +21,9 @@ scikit-learn's other scorer names that read ``predict`` or ``predict_proba``
 (``matthews_corrcoef``, ``jaccard``, the clustering indices, ``explained_variance``,
 ``max_error``, ``d2_*``, ...) are scored by scikit-learn's scorer object itself, given a
 stand-in estimator that returns the fold's held-out predictions in the original labels
-(or its cross-fitted probabilities): GridSearchCV's value on the same held-out values,
+(or its cross-fitted probabilities, or for ``top_k_accuracy`` its per-class scores
+:func:`~kernelcv.machines.multiclass.class_scores`, those of the estimators'
+``decision_function``): GridSearchCV's value on the same held-out values,
 with scikit-learn's per-call checks paid once per fold.
 """
 
@@ -36,6 +38,7 @@ import numpy as np
 
 from ..exceptions import KernelCVError
 from ..machines.calibration import fit_scheme_scale, machine_probabilities
+from ..machines.multiclass import class_scores
 
 _AVERAGED = tuple(f"{name}_{average}" for name in ("f1", "precision", "recall")
                   for average in ("macro", "micro", "weighted"))
@@ -98,15 +101,20 @@ class HeldoutScore:
             raise KernelCVError(
                 f"scoring {self.name!r} cannot be computed from held-out decision values; "
                 f"the fast criteria offer {', '.join(SCORES)} and scikit-learn's other "
-                "scorers of predict or predict_proba (any other scorer, or a callable, "
-                "needs method='exact')")
+                "scorer names (a callable needs method='exact')")
 
     @property
     def for_classifiers(self) -> bool:
         """Whether the score is a classification score (scikit-learn's other scorers:
         those of probabilities; the rest apply to either task, as in GridSearchCV)."""
         return (self.name in CLASSIFICATION_SCORES
-                or scorer_response(self.name) == "predict_proba")
+                or scorer_response(self.name) in ("predict_proba", "decision_function"))
+
+    @property
+    def reads_machines(self) -> bool:
+        """Whether the score reads every machine's held-out values of a multiclass scheme
+        (probabilities and per-class decision scores), not only the predicted class."""
+        return self.of_probabilities or scorer_response(self.name) == "decision_function"
 
     @property
     def of_probabilities(self) -> bool:
@@ -207,10 +215,11 @@ class HeldoutScore:
 
 
 def scorer_response(name) -> str | None:
-    """``"predict"`` or ``"predict_proba"``: what scikit-learn's scorer ``name`` reads,
-    for the names outside :data:`SCORES` that held-out values can feed; None for the
-    others (unknown names, ``top_k_accuracy``'s decision function) and for
-    :data:`SCORES` itself."""
+    """``"predict"``, ``"predict_proba"`` or ``"decision_function"`` (``top_k_accuracy``,
+    which reads the per-class scores of
+    :meth:`~kernelcv.estimators._base._KernelMachineClassifier.decision_function` where an
+    estimator has them): what scikit-learn's scorer ``name`` reads, for the names outside
+    :data:`SCORES`; None for unknown names and for :data:`SCORES` itself."""
     if not isinstance(name, str) or name in SCORES:
         return None
     return _scorer_responses().get(name)
@@ -223,7 +232,9 @@ def _scorer_responses() -> dict:
     out = {}
     for name in sklearn.metrics.get_scorer_names():
         response = getattr(sklearn.metrics.get_scorer(name), "_response_method", None)
-        if response in ("predict", "predict_proba"):
+        if isinstance(response, tuple | list) and response:
+            response = response[0]  # the first the estimator has: every kernelcv classifier
+        if response in ("predict", "predict_proba", "decision_function"):
             out[name] = response
     return out
 
@@ -245,10 +256,11 @@ def _held_out_estimators():
     from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
     class HeldOutClassifier(ClassifierMixin, BaseEstimator):
-        def __init__(self, classes=None, predicted=None, probabilities=None):
+        def __init__(self, classes=None, predicted=None, probabilities=None, decision=None):
             self.classes = classes
             self.predicted = predicted
             self.probabilities = probabilities
+            self.decision = decision
 
         @property
         def classes_(self):
@@ -259,6 +271,9 @@ def _held_out_estimators():
 
         def predict_proba(self, X):
             return self.probabilities[np.asarray(X)[:, 0]]
+
+        def decision_function(self, X):
+            return self.decision[np.asarray(X)[:, 0]]
 
     class HeldOutRegressor(RegressorMixin, BaseEstimator):
         def __init__(self, predicted=None):
@@ -292,15 +307,20 @@ def _scorer_losses(score: HeldoutScore, y, values, fold_ids, weights, scheme) ->
         n_classes = classes.size
         codes = (y > 0).astype(np.intp) if n_classes == 2 else y.astype(np.intp)
         truth = classes[codes]
-        if not score.of_probabilities:
+        if score.reads_machines:
+            strategy = None if scheme is None else scheme[1]
+        if not score.reads_machines:
             predicted = classes[(values >= 0).astype(np.intp) if n_classes == 2
                                 else values.astype(np.intp)]
     losses = np.empty(t)
     for k in range(t):
         at = fold_ids == k
         rows = np.arange(int(at.sum())).reshape(-1, 1)
-        if score.classifier and score.of_probabilities:
-            strategy = None if scheme is None else scheme[1]
+        if score.classifier and not score.of_probabilities and score.reads_machines:
+            part = values[at].astype(np.float64)
+            stand_in = classifier_type(classes, decision=part if n_classes == 2 else
+                                       class_scores(part, n_classes, strategy))
+        elif score.classifier and score.of_probabilities:
             scale = fit_scheme_scale(values[~at], codes[~at], n_classes, strategy,
                                      None if weights is None else weights[~at])
             stand_in = classifier_type(classes, probabilities=machine_probabilities(

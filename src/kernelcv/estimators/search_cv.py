@@ -94,9 +94,9 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         from the held-out decision values, and ``"neg_log_loss"``,
         ``"neg_brier_score"``, ``"roc_auc_ovr"``, ``"roc_auc_ovo"`` (and ``_weighted``)
         from cross-fitted probabilities of them (:mod:`kernelcv.criteria.scoring`), as
-        well as scikit-learn's other scorer names of ``predict`` or ``predict_proba``
-        (scored by scikit-learn's scorer on the held-out predictions); ``top_k_accuracy``
-        and callables ``scorer(estimator, X, y)``
+        well as every other scikit-learn scorer name (scored by scikit-learn's scorer on
+        the held-out predictions, probabilities or per-class scores); callables
+        ``scorer(estimator, X, y)``
         need ``method="exact"``, as do several metrics (a list, or a dict of names to
         scorers, with ``refit`` naming the one that chooses).
     n_jobs : int or None, default=None

@@ -55,7 +55,7 @@ def fold_losses(ev, y, folds, scoring: HeldoutScore | None, machine=None) -> lis
         return [float(e) for e in ev.fold_errors]
     weights = None if machine is None else machine.row_weights
     values, scheme = ev.predictions, None
-    if machine is not None and machine.is_multiclass and scoring.of_probabilities:
+    if machine is not None and machine.is_multiclass and scoring.reads_machines:
         values, scheme = ev.decisions, (machine.n_classes, machine.multiclass)
     return [float(v) for v in scoring.fold_losses(y, values, folds, weights, scheme)]
 
