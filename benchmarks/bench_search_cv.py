@@ -142,8 +142,10 @@ def main():
                              "predict_proba is compared with SVC(probability=True)")
     parser.add_argument("--class-weight", choices=("balanced",), default=None,
                         help="SVC(class_weight=...) for every tool")
-    parser.add_argument("--scoring", choices=("balanced_accuracy",), default=None,
-                        help="the scoring of every search and the test score printed")
+    parser.add_argument("--scoring", default=None,
+                        help="the scoring of every search (a scikit-learn scorer name); the "
+                        "test score printed is balanced accuracy for balanced_accuracy, "
+                        "else accuracy")
     parser.add_argument("--sample-weight", action="store_true",
                         help="fit every search with random row weights (uniform 0.5-2)")
     args = parser.parse_args()

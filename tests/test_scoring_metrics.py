@@ -56,7 +56,8 @@ def _sklearn(name, y, values):
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(3, 40), k=st.integers(3, 6),
        name=st.sampled_from([s for s in ARRAY_SCORES if s.endswith(("_macro", "_micro",
-                                                                    "_weighted"))]))
+                                                                    "_weighted"))]
+                            + ["matthews_corrcoef", "accuracy", "balanced_accuracy"]))
 def test_averaged_scores_of_several_classes_are_scikit_learns(seed, n, k, name):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, k, size=n)

@@ -51,8 +51,8 @@ VALUE_SCORES = ("roc_auc", "average_precision")
 #: :mod:`kernelcv.machines.calibration` fits the chosen model's on all of them).
 PROBABILITY_SCORES = ("neg_log_loss", "neg_brier_score", "roc_auc_ovr", "roc_auc_ovo",
                       "roc_auc_ovr_weighted", "roc_auc_ovo_weighted")
-CLASSIFICATION_SCORES = ("accuracy", "balanced_accuracy", *BINARY_SCORES, *_AVERAGED,
-                         *PROBABILITY_SCORES)
+CLASSIFICATION_SCORES = ("accuracy", "balanced_accuracy", "matthews_corrcoef",
+                         *BINARY_SCORES, *_AVERAGED, *PROBABILITY_SCORES)
 REGRESSION_SCORES = ("neg_mean_squared_error", "neg_root_mean_squared_error",
                      "neg_mean_absolute_error", "r2")
 SCORES = CLASSIFICATION_SCORES + REGRESSION_SCORES
@@ -62,6 +62,7 @@ SCORES = CLASSIFICATION_SCORES + REGRESSION_SCORES
 # functions below compute (tests/test_scoring_metrics.py compares them).
 METRICS = {"accuracy": ("accuracy_score", {}),
            "balanced_accuracy": ("balanced_accuracy_score", {}),
+           "matthews_corrcoef": ("matthews_corrcoef", {}),
            "roc_auc": ("roc_auc_score", {}),
            "average_precision": ("average_precision_score", {}),
            **{name: (f"{name}_score", {}) for name in ("f1", "precision", "recall")},
@@ -432,6 +433,18 @@ def _class_counts(y, predicted):
     return classes, hits, chosen, support
 
 
+def _matthews(y, predicted) -> float:
+    """Matthews' correlation of any number of classes: ``(c s - sum_k p_k t_k) /
+    sqrt((s^2 - sum_k p_k^2)(s^2 - sum_k t_k^2))`` with c the hits, s the rows, p_k and
+    t_k the predicted and true counts of class k; 0 where the root is 0 (scikit-learn's
+    convention). O(n k)."""
+    _, hits, chosen, support = _class_counts(y, predicted)
+    rows = float(y.size)
+    top = hits.sum() * rows - np.dot(chosen, support)
+    bottom = (rows * rows - np.dot(chosen, chosen)) * (rows * rows - np.dot(support, support))
+    return float(top / np.sqrt(bottom)) if bottom > 0 else 0.0
+
+
 def _ratio(top, bottom):
     """``top / bottom`` with 0 where the bottom is 0 (scikit-learn's zero_division)."""
     return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), 0.0)
@@ -478,6 +491,7 @@ def _r2(y, predicted) -> float:
 
 _METRIC_FUNCTIONS = {
     "accuracy": _accuracy, "balanced_accuracy": _balanced_accuracy, "roc_auc": _roc_auc,
+    "matthews_corrcoef": _matthews,
     "average_precision": _average_precision,
     **{name: _class_score(name, "binary") for name in ("f1", "precision", "recall")},
     **{name: _class_score(*name.split("_")) for name in _AVERAGED},
