@@ -30,6 +30,7 @@ SHARED = {
     "--multiclass": ({"cv", "select", "tune"}, "one-vs-one or one-vs-rest (tune's default "
                      "is the paper's ovo)", ("ovo", "ovr")),
     "--class-weight": ({"cv", "select"}, SAME, ()),
+    "--device": ({"cv", "select"}, SAME, ()),
     "--sample-weight": ({"cv", "select"}, SAME, ()),
     "--header": ({"cv", "select", "hypothetical", "tune", "predict"}, SAME, ()),
     "--target": ({"cv", "select", "hypothetical", "tune", "predict"}, SAME, ()),

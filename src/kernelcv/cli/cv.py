@@ -19,13 +19,17 @@ from ..criteria.conditioning import ILL_CONDITIONED
 from ..criteria.result import confusion_summary
 from ..criteria.truncation import UNCONVERGED
 from ..cv import METHODS, cross_validate
+from ..devices import resolve_device
+from ..exceptions import KernelCVError
 from ..kernels import KERNELS
 from ..machines import MACHINES, Machine, make_machine
 from ..reading.files import SUPPORTED_FORMATS, load_data, read_fold_ids, read_sample_weights
 from ..reports.command_files import DataFiles
 from ..reports.scaling import SCALINGS, apply_scaling, fit_scaling, scaling_entry
 from ..selection.methods import BIF
+from ..selection.spectral_method import Spectral
 from .options import (
+    add_device_argument,
     add_header_argument,
     add_machine_arguments,
     budget_arg,
@@ -91,6 +95,7 @@ def run_cv(files, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0
         coef0=coef0, folds=folds, method=method, random_state=seed,
         memory_budget=memory_budget, sample_weight=weights)
     summary = result.to_dict()
+    summary["device"] = resolve_device(getattr(method, "device", "numpy")).describe()
     mapping = result.label_mapping
     summary["multiclass"] = None
     if mapping is not None and len(mapping) > 2:
@@ -153,6 +158,7 @@ def add_arguments(parser):
     method.add_argument("--memory-budget", type=budget_arg, metavar="BYTES",
                         help="refuse when dense n x n matrices would exceed this, e.g. 8G "
                              "(default: $KERNELCV_MEMORY_BUDGET or half the RAM)")
+    add_device_argument(method)
     parser.add_argument("--scale", choices=SCALINGS, default="none",
                         help="scale each feature before the CV: standard, minmax or none "
                              "(default; see kernelcv select --help)")
@@ -185,8 +191,21 @@ def run_command(args, parser):
             degree=args.degree, coef0=args.coef0,
             folds=DEFAULT_FOLDS if args.folds is None else args.folds,
             seed=DEFAULT_SEED if args.seed is None else args.seed,
-            method=BIF(order=args.order) if args.method == BIF.name else args.method,
-            memory_budget=args.memory_budget)
+            method=_method(args), memory_budget=args.memory_budget)
+
+
+def _method(args):
+    """The CV method of the options: BIF with its order, spectral on its device."""
+    if args.method == BIF.name:
+        method = BIF(order=args.order)
+    elif args.method == Spectral.name:
+        method = Spectral(device=args.device)
+    else:
+        method = args.method
+    if args.device in ("cpu", "cuda") and args.method != Spectral.name:
+        raise KernelCVError(f"--device {args.device} runs --method spectral only (one "
+                            f"eigendecomposition per kernel), not {args.method}")
+    return method
 
 
 def render(summary, args=None):

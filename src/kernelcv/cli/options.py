@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from ..cv import parse_order
+from ..devices import DEVICES
 from ..exceptions import KernelCVError
 from ..memory import parse_bytes
 
@@ -92,6 +93,16 @@ def parse_class_weight(text):
                 f"{text!r}: give 'balanced' or LABEL:WEIGHT pairs, e.g. 1:5,-1:1")
         pairs.append((label, value))
     return tuple(pairs)
+
+
+def add_device_argument(group):
+    """``--device {numpy,cpu,cuda,auto}``: where the spectral method's linear algebra runs
+    (:mod:`kernelcv.devices`)."""
+    group.add_argument("--device", choices=DEVICES, default="numpy",
+                       help="where --method spectral runs its eigendecompositions and MM "
+                            "steps: numpy (default), torch's cpu or cuda (pip install "
+                            "'kernelcv[gpu]'), or auto (cuda when torch sees a GPU, else "
+                            "numpy)")
 
 
 def add_header_argument(parser):

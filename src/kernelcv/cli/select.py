@@ -23,6 +23,7 @@ from ..selection.options import Execution, Safeguards
 from ..selection.search import METHODS
 from ..selection.space.grids import parse_grid, sigma_to_gamma
 from .options import (
+    add_device_argument,
     add_header_argument,
     add_machine_arguments,
     budget_arg,
@@ -187,6 +188,7 @@ def add_arguments(parser):
                           "feature space")
     run.add_argument("--memory-budget", type=budget_arg, metavar="BYTES",
                      help="memory the dense n x n matrices may use, e.g. 8G")
+    add_device_argument(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     data = parser.add_argument_group("data")
     data.add_argument("--scale", choices=SCALINGS, default="none",
@@ -317,7 +319,7 @@ def run_command(args, parser):
                                   recheck_degenerate=not args.no_safeguards),
             execution=Execution(n_jobs=args.n_jobs, scheduler=args.scheduler,
                                 checkpoint=args.checkpoint, progress=progress,
-                                memory_budget=args.memory_budget),
+                                memory_budget=args.memory_budget, device=args.device),
             outputs=Outputs(out=args.out, plot=args.plot, plot_exact=args.plot_exact,
                             save_model=args.save_model,
                             argv=getattr(args, "_argv", None)))

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 
+from ..devices import resolve_device
 from ..exceptions import KernelCVError
 from ..machines.losses import SquareLoss
 from ..machines.multiclass import predict_codes
@@ -60,6 +61,7 @@ from .closed_form import ClosedFormCV
 from .evaluate import Evaluation, evaluate_lam
 from .multiclass import MulticlassCV, problem_layout
 from .result import fold_errors
+from .spectral_torch import TorchBasis
 
 #: The default stopping tolerance: the last MM step moved no value by more than this,
 #: relative to ``max(1, max |f|)``.
@@ -111,15 +113,26 @@ class SpectralCV:
     K : (n, n) symmetric positive semi-definite Gram matrix.
     fold_ids : (n,) fold ids ``0..t-1`` (every fold non-empty, every training part too).
     fit_intercept : an unregularised intercept b.
+    device : None or a name of :data:`kernelcv.devices.DEVICES` (or a Device): with a
+        torch device the eigendecomposition, the MM steps and the fold-out products run
+        there (:mod:`.spectral_torch`), the rest in numpy.
     """
 
-    def __init__(self, K, fold_ids, fit_intercept=True):
+    def __init__(self, K, fold_ids, fit_intercept=True, device=None):
         self.K = K
         self.fold_ids = np.asarray(fold_ids)
         self.fit_intercept = bool(fit_intercept)
         self.n = K.shape[0]
         self.t = int(self.fold_ids.max()) + 1
         self.folds = [np.flatnonzero(self.fold_ids == i) for i in range(self.t)]
+        self._nonnegative = bool(K.min() >= 0) if self.n else True
+        self.retained = np.array([self.n - f.size for f in self.folds], dtype=np.float64)
+        self.device = resolve_device(device)
+        self.torch_basis = None
+        if self.device.is_torch:
+            self.torch_basis = TorchBasis(K, self.device, self.fit_intercept)
+            self.s = TorchBasis.numpy(self.torch_basis.s)
+            return
         eigenvalues, Q = sla.eigh(K, driver="evd", check_finite=False)
         top = float(eigenvalues[-1]) if self.n else 0.0
         keep = eigenvalues > self.n * np.finfo(np.float64).eps * max(top, 0.0)
@@ -128,8 +141,6 @@ class SpectralCV:
         self.s = np.ascontiguousarray(eigenvalues[keep][::-1])
         self.Q = np.ascontiguousarray(Q[:, keep][:, ::-1])
         self.u = self.Q.T @ np.ones(self.n)
-        self._nonnegative = bool(K.min() >= 0) if self.n else True
-        self.retained = np.array([self.n - f.size for f in self.folds], dtype=np.float64)
 
     @property
     def rank(self) -> int:
@@ -138,6 +149,10 @@ class SpectralCV:
 
     def _ridge_solve(self, Z, rho):
         """f and b of the LS-SVM ``(K + rho I) alpha + b 1 = z``, one column per problem."""
+        if self.torch_basis is not None:
+            basis = self.torch_basis
+            f, b = basis.ridge_solve(basis.tensor(Z), basis.tensor(rho))
+            return basis.numpy(f), basis.numpy(b)
         Z_hat = self.Q.T @ Z
         w = 1.0 / (self.s[:, None] + rho[None, :])
         if self.fit_intercept:
@@ -157,6 +172,15 @@ class SpectralCV:
                  max_steps):
         """Accelerated MM steps on ``F[:, columns]`` (in place) until each column stops
         moving; returns the columns still moving after ``max_steps``."""
+        if self.torch_basis is not None:
+            block = F[:, columns]  # a copy, iterated in place and put back
+            counts = np.zeros(columns.size, dtype=np.int64)
+            moving = self.torch_basis.iterate(block, Y[:, p_of[columns]],
+                                              held_out[:, columns], rho_all[columns], loss,
+                                              M, counts, tol, max_steps)
+            F[:, columns] = block
+            steps[columns] += counts
+            return columns[moving]
         V = F[:, columns].copy()
         Fc = F[:, columns].copy()
         momentum = np.ones(columns.size)
@@ -303,6 +327,10 @@ class SpectralCV:
         predictions = np.empty((n, P, L))
         A = alpha.reshape(n, P, L, t)
         for i, rows in enumerate(self.folds):
+            if self.torch_basis is not None:
+                predictions[rows] = self.torch_basis.fold_values(
+                    rows, A[:, :, :, i].reshape(n, P * L)).reshape(rows.size, P, L)
+                continue
             predictions[rows] = np.einsum("rn,npl->rpl", self.K[rows], A[:, :, :, i],
                                           optimize=True)
         B = b.reshape(P, L, t)
@@ -327,7 +355,8 @@ class SpectralCV:
 
 
 def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
-                         max_steps=MAX_STEPS, huber="newton") -> list[Evaluation]:
+                         max_steps=MAX_STEPS, huber="newton",
+                         device=None) -> list[Evaluation]:
     """Exact CV of ``machine`` for every lam of one Gram matrix: one
     :class:`~kernelcv.criteria.evaluate.Evaluation` per lam, in the order of ``lams``.
 
@@ -344,6 +373,9 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
     has its own on the pair's rows, and predicts the other classes' rows of a fold with
     its model for that fold (the layout of
     :func:`kernelcv.criteria.multiclass.problem_layout`).
+
+    ``device`` (:mod:`kernelcv.devices`): where :class:`SpectralCV` runs its linear
+    algebra; the closed form and the Newton refits stay in numpy.
 
     Cost: one ``eigh`` per distinct row set plus the MM steps (see the module notes).
     """
@@ -370,7 +402,7 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
                                 f"{max_steps} MM steps were finished by Newton refits")
 
     if not machine.is_multiclass:
-        solution = SpectralCV(K, fold_ids, machine.fit_intercept).solve(
+        solution = SpectralCV(K, fold_ids, machine.fit_intercept, device).solve(
             y, lams, machine.loss, tol=tol, max_steps=max_steps)
         note_refits(solution, "")
         decisions = solution.predictions[:, 0, :]
@@ -382,7 +414,7 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
         shared = [p for p, entry in enumerate(layout) if entry.rows is None]
         if shared:  # one-vs-rest: every machine on all rows, one eigendecomposition
             targets = np.column_stack([layout[p].y for p in shared])
-            solution = SpectralCV(K, fold_ids, machine.fit_intercept).solve(
+            solution = SpectralCV(K, fold_ids, machine.fit_intercept, device).solve(
                 targets, lams, machine.loss, tol=tol, max_steps=max_steps)
             values[:, shared, :] = solution.predictions
             note_refits(solution, "")
@@ -392,7 +424,7 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
             others, extra_folds = entry.extra
             extra = (K[np.ix_(others, entry.rows)], extra_folds) if others.size else None
             solution = SpectralCV(K[np.ix_(entry.rows, entry.rows)], entry.folds,
-                                  machine.fit_intercept).solve(
+                                  machine.fit_intercept, device).solve(
                 entry.y, lams, machine.loss, extra=extra, tol=tol, max_steps=max_steps)
             values[entry.rows, p, :] = solution.predictions[:, 0, :]
             if extra is not None:

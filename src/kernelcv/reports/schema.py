@@ -22,8 +22,9 @@ from __future__ import annotations
 from .._version import __version__
 from ..selection.records import EXACT_STATUS
 
-SCHEMA_VERSION = "1.3"  # 1.1: flagged, unconverged / ill_conditioned, the grid section;
-# 1.2: uncertified (flagged and the candidates); 1.3: class_weight, sample_weight
+SCHEMA_VERSION = "1.4"  # 1.1: flagged, unconverged / ill_conditioned, the grid section;
+# 1.2: uncertified (flagged and the candidates); 1.3: class_weight, sample_weight;
+# 1.4: device
 # Keys of a candidate that identify it in a ``ranking`` row.
 _PARAMS = ("kernel", "gamma", "degree", "coef0", "lam", "C")
 

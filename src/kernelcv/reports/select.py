@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 import scipy.sparse as sp
 
+from ..devices import NUMPY
 from ..exceptions import GridEdgeWarning, KernelCVError
 from ..kernels import GramFactory, Kernel
 from ..machines import Machine, make_machine
@@ -223,6 +224,7 @@ def run_select(files, *, machine, kernel="rbf", gammas=None, degrees=None, lams=
                    "data": str(data),
                    "test": None if test is None else str(test),
                    "fold_ids": fold_path, "seed": seed,
+                   "device": result.config.get("device", NUMPY.describe()),
                    "epsilon": None if granularity is None else granularity.epsilon,
                    "granularity": None if granularity is None else granularity.rule})
 

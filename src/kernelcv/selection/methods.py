@@ -171,6 +171,12 @@ class CVMethod:
                            "worker(s)", memory_budget)
         return None
 
+    def on_device(self, device: str):
+        """This method with its dense linear algebra on ``device`` (a name of
+        :data:`kernelcv.devices.DEVICES` other than ``"auto"``), or None where it runs in
+        numpy only (every method but ``spectral``)."""
+        return self if device == "numpy" else None
+
     def config_entries(self, machine: Machine) -> dict:
         """The method's entries of the search configuration (reports, checkpoint key)."""
         entries = {"method": self.name, "order": None, "tol": 1e-6, "folds": "fixed",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..devices import check_device
 from ..exceptions import KernelCVError
 from ..kernels import KERNELS
 from ..random_features.linear_cv import c_to_lam
@@ -207,7 +208,10 @@ class Execution:
     ``n_jobs``, ``backend``, ``scheduler``: parallel execution of the kernel settings (see
     :func:`kernelcv.selection.backends.run_tasks`); ``checkpoint``: a JSON Lines file of
     finished work (a rerun resumes); ``progress``: ``progress(stage, done, total)``;
-    ``memory_budget``: bytes or e.g. ``"8G"`` (see :mod:`kernelcv.memory`).
+    ``memory_budget``: bytes or e.g. ``"8G"`` (see :mod:`kernelcv.memory`); ``device``:
+    where the ``spectral`` method's linear algebra runs, one of
+    :data:`kernelcv.devices.DEVICES` (``"numpy"``, torch's ``"cpu"`` or ``"cuda"``, or
+    ``"auto"``: cuda when torch sees a GPU, else numpy).
     """
 
     n_jobs: int | None = 1
@@ -216,6 +220,10 @@ class Execution:
     checkpoint: object = None
     progress: Callable | None = None
     memory_budget: object = None
+    device: str = "numpy"
+
+    def __post_init__(self):
+        check_device(self.device)
 
     @property
     def parallel(self) -> bool:

@@ -22,6 +22,7 @@ from functools import partial
 
 import numpy as np
 
+from ..devices import resolve_device
 from ..exceptions import GridEdgeWarning, KernelCVError
 from ..machines import Machine
 from ..machines.weights import weights_digest
@@ -219,6 +220,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         method = replace(method, scoring=method.scoring.bound(machine.is_classifier,
                                                               mapping))
     method = method.bind(machine, space.kernel, random_state)
+    method, device_notes = _place_on_device(method, execution.device)
     space, derived, grid_entry = space.with_data(X, method)
     n = y.shape[0]
     settings, setting_lams = space.resolve(n, method)
@@ -314,6 +316,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         warnings.warn(NONE_FINITE_WARNING, RuntimeWarning, stacklevel=2)
     confirm_seconds = time.perf_counter() - confirm_tic
     notes, refined, refine_tic = list(store.notes) if store else [], [], time.perf_counter()
+    notes.extend(device_notes)
     notes.extend(walk_notes)
     notes.extend(resume_notes)
     best_index, refined, refine_notes = method.refine_choice(candidates, best_index, run)
@@ -354,6 +357,25 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         feature_map=method.fitted_map(data), criterion=method, machine_spec=machine,
         exact_heldout=heldout, exact_values=values, grid_edges=edges, grid=grid_entry,
         edge_notes=list(edge_texts))
+
+
+def _place_on_device(method: CVMethod, device_name) -> tuple[CVMethod, list[str]]:
+    """``method`` with its linear algebra on the device ``Execution.device`` names, and
+    the note saying where it ran; a torch device (``"cpu"``, ``"cuda"``) for a method
+    that runs in numpy only is refused, ``"auto"`` then stays on numpy."""
+    device = resolve_device(device_name)
+    if not device.is_torch:
+        return method, []
+    placed = method.on_device(device.name)
+    if placed is None and device_name == "auto":
+        return method, [f"device auto: {method.describe()} runs in numpy only; "
+                        "method='spectral' runs on the GPU"]
+    if placed is None:
+        raise KernelCVError(f"device={device_name!r} runs the spectral method only (one "
+                            f"eigendecomposition per kernel), not {method.describe()}: "
+                            "give method='spectral', or device='numpy'")
+    return placed, [f"device: {device.describe()} ran the eigendecompositions, the MM "
+                    "steps and the fold-out values"]
 
 
 def warn_edges(result: SearchResult, stacklevel: int = 3) -> None:
