@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo architecture bench bench-large bench-torchkm bench-dask bench-spectral bench-select bench-floor bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
+.PHONY: test test-slow demo architecture bench bench-large bench-gpu bench-torchkm bench-dask bench-spectral bench-select bench-floor bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -79,6 +79,14 @@ bench-large: $(STAMP)
 		--json bench-results/large.json --png docs/figures/large_n_scaling.png
 
 # TorchKM's Table 2 protocol on the CPU beside kernelcv (needs TORCHKM_PYTHON).
+# Issue 38 on a GPU machine: TorchKM's Table 2 (n = 20,000, p = 1,000; and 10,000 x 10)
+# on cuda beside kernelcv's spectral method on cuda, 50 C at TorchKM's gamma and 15 gamma
+# x 50 C. TORCHKM_PYTHON: a Python with torch and torchkm (default: this venv, with
+# torchkm importable, e.g. PYTHONPATH=path/to/torchkm).
+bench-gpu: $(STAMP)
+	$(PY) benchmarks/bench_torchkm.py --device cuda --torchkm-python $(or $(TORCHKM_PYTHON),$(PY)) \
+		--sizes 10000,10 20000,1000 --methods spectral --grid-methods spectral
+
 bench-torchkm: $(STAMP)
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) benchmarks/bench_torchkm.py \
 		--torchkm-python $(TORCHKM_PYTHON) --sizes 1000,10 2000,10 2000,1000 5000,10 \

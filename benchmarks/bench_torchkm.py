@@ -17,6 +17,10 @@ thread:
 
 Printed per (n, p, seed): seconds, the chosen C (and gamma), CV and test error.
 
+``--device cuda`` (``make bench-gpu``, issue 38) runs both on the GPU: TorchKM with
+``device="cuda"``, kernelcv's ``spectral`` method with ``Execution(device="cuda")``
+(every --methods entry becomes ``spectral``), all threads.
+
     python benchmarks/bench_torchkm.py --torchkm-python /tmp/tkm/bin/python \
         --sizes 1000,10 2000,10 5000,10 2000,1000 --seeds 0
 """
@@ -36,30 +40,37 @@ import numpy as np
 from sklearn.model_selection import PredefinedSplit
 
 from kernelcv import KernelSearchCV
+from kernelcv.selection import Execution
 
 RUNNER = Path(__file__).with_name("torchkm_runner.py")
 GAMMA_STEPS = range(-7, 8)  # 15 widths around TorchKM's
 
 
-def torchkm(python, n, p, seed, data_file, exact):
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               OPENBLAS_NUM_THREADS="1")
+def torchkm(python, n, p, seed, data_file, exact, device="numpy"):
+    env = dict(os.environ)
+    if device != "cuda":
+        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     command = [python, str(RUNNER), str(n), str(p), str(seed), data_file]
     if exact:
         command.append("--exact")
+    if device == "cuda":
+        command.append("--cuda")
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         sys.exit(f"TorchKM failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def kernelcv(data, gammas, entry):
+def kernelcv(data, gammas, entry, device="numpy"):
     method, _, screen = entry.partition(":")
+    if device != "numpy":
+        method, screen = "spectral", ""
     n = len(data["y"])
     Cs = 1.0 / (2.0 * n * data["lams"])
     search = KernelSearchCV("svm", {"gamma": list(gammas), "C": list(Cs)},
                             cv=PredefinedSplit(data["folds"]), screen=screen or "off",
-                            method=None if method == "default" else method)
+                            method=None if method == "default" else method,
+                            execution=Execution(device=device))
     tic = time.perf_counter()
     search.fit(data["X"], data["y"])
     seconds = time.perf_counter() - tic
@@ -80,6 +91,8 @@ def main():
     parser.add_argument("--grid-methods", nargs="+", default=["default:auto", "rff"],
                         help="methods of the 15 gamma x 50 C search ('none' skips it)")
     parser.add_argument("--exact", action="store_true", help="TorchKM's is_exact=1")
+    parser.add_argument("--device", choices=("numpy", "cuda"), default="numpy",
+                        help="cuda: both tools on the GPU (kernelcv: method spectral)")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args()
     rows = []
@@ -88,16 +101,18 @@ def main():
         for seed in args.seeds:
             with tempfile.TemporaryDirectory() as tmp:
                 data_file = str(Path(tmp) / "data.npz")
-                peer = torchkm(args.torchkm_python, n, p, seed, data_file, args.exact)
+                peer = torchkm(args.torchkm_python, n, p, seed, data_file, args.exact,
+                               args.device)
                 data = dict(np.load(data_file))
             gamma = 2.0 * float(data["sig"])
             results = {"TorchKM 50 C": peer}
             for entry in args.methods:
-                results[f"kernelcv {entry}, 50 C"] = kernelcv(data, [gamma], entry)
+                results[f"kernelcv {entry}, 50 C"] = kernelcv(data, [gamma], entry,
+                                                              args.device)
             for entry in args.grid_methods:
                 if entry != "none":
                     results[f"kernelcv {entry}, 15 x 50"] = kernelcv(
-                        data, [gamma * 2.0**k for k in GAMMA_STEPS], entry)
+                        data, [gamma * 2.0**k for k in GAMMA_STEPS], entry, args.device)
             print(f"\nn = {n}, p = {p}, seed {seed}, TorchKM's gamma = {gamma:.4g}")
             for label, r in results.items():
                 ratio = peer["seconds"] / r["seconds"]

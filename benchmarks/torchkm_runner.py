@@ -28,6 +28,7 @@ N_LAMBDA, FOLDS = 50, 10
 
 def main():
     exact = "--exact" in sys.argv
+    device = "cuda" if "--cuda" in sys.argv else "cpu"
     torch.set_num_threads(1)
     if sys.argv[1] == "--data":
         given = np.load(sys.argv[2])
@@ -51,7 +52,7 @@ def main():
         np.savez(out, X=X.numpy(), y=y.numpy(), X_test=X_test.numpy(),
                  y_test=y_test.numpy(), folds=folds, sig=sig, lams=lams)
     model = TorchKMSVC(kernel="rbf", rbf_sigma=sig, Cs=Cs, nC=N_LAMBDA,
-                       cv=int(folds.max()) + 1, foldid=folds + 1, device="cpu",
+                       cv=int(folds.max()) + 1, foldid=folds + 1, device=device,
                        random_state=seed, is_exact=int(exact))
     tic = time.perf_counter()
     model.fit(X.numpy(), y.numpy())
