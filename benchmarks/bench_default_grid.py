@@ -73,7 +73,7 @@ def chosen_c(search, n):
     params = search.best_params_
     if "svc__C" in params:
         return params["svc__C"]
-    return 1.0 / (2.0 * n * params.get("svc__lam", params.get("lam")))
+    return 1.0 / (2.0 * n * params.get("svc__lam", params.get("lam")))  # older releases
 
 
 def on_libsvm_edge(search, grid):
@@ -108,7 +108,7 @@ def main():
             pipe = make_pipeline(StandardScaler(), SVC())
             widened = KernelSearchCV(pipe, cv=cv)
             rows = [("widened", widened) + timed(widened, X_a, y_a, X_b, y_b)]
-            gammas = [float(g) for g in sorted(set(widened.cv_results_["param_gamma"]))]
+            gammas = [float(g) for g in sorted(set(widened.cv_results_["param_svc__gamma"]))]
             base = KernelSearchCV(pipe, {"svc__gamma": gammas, "svc__lam": default_lams(n)},
                                   cv=cv)
             rows.append(("base", base) + timed(base, X_a, y_a, X_b, y_b))

@@ -223,7 +223,10 @@ def test_kernel_search_cv_default_grid_uses_the_pipeline_output():
     search.fit(X, y)
     expected = data_gamma_grid(StandardScaler().fit_transform(X), "rbf")
     assert search.gamma_grid_["values"] == list(expected.values)
-    assert sorted(set(search.cv_results_["param_gamma"])) == list(expected.values)
+    # named as the Pipeline's last step's parameters, as GridSearchCV names them
+    assert sorted(set(search.cv_results_["param_lssvmclassifier__gamma"])) == list(
+        expected.values)
+    assert set(search.best_params_) == {"lssvmclassifier__gamma", "lssvmclassifier__lam"}
     means = search.cv_results_["mean_test_score"]  # GridSearchCV's invariants hold
     assert search.cv_results_["rank_test_score"][search.best_index_] == 1
     assert search.best_score_ == means[search.best_index_] == np.nanmax(means)

@@ -134,10 +134,9 @@ def test_kernel_search_widens_to_c_2_11_on_noiseless_data_equal_to_the_exhaustiv
     cv = KFold(4, shuffle=True, random_state=0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        widened = KernelSearchCV(KernelRidge(kernel="rbf"), cv=cv, method="exact").fit(X, y)
+        widened = KernelSearchCV("krr", cv=cv, method="exact").fit(X, y)
     gammas = sorted(set(widened.cv_results_["param_gamma"]))
-    full = KernelSearchCV(KernelRidge(kernel="rbf"),
-                          {"gamma": gammas, "lam": reserve_lams(n) + default_lams(n)},
+    full = KernelSearchCV("krr", {"gamma": gammas, "lam": reserve_lams(n) + default_lams(n)},
                           cv=cv, method="exact").fit(X, y)
     assert any("grid widened" in note for note in widened.search_.notes)
     assert widened.best_params_["lam"] == pytest.approx(full.best_params_["lam"])
@@ -185,3 +184,25 @@ def test_grid_search_default_widens_on_the_closed_form_as_the_exhaustive_search(
     assert widened.best["gamma"] == full.best["gamma"]
     assert widened.best["score"] == pytest.approx(full.best["score"], rel=1e-10)
     assert len(widened.candidates) < len(full.candidates)
+
+
+def test_default_grid_of_a_pipeline_names_the_estimators_own_parameters():
+    # SVC in a Pipeline: the default grid is shown in svc__C (settable on the Pipeline
+    # given, as GridSearchCV's best_params_ are), widened candidates too
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    X, y = noiseless_regression(n=90, seed=4)
+    labels = np.where(y > np.median(y), 1, 0)
+    pipe = make_pipeline(StandardScaler(), SVC())
+    search = KernelSearchCV(pipe, cv=3).fit(X, labels)
+    assert set(search.best_params_) == {"svc__gamma", "svc__C"}
+    shown = sorted(set(search.cv_results_["param_svc__C"]))
+    assert min(shown) == pytest.approx(2.0**-12) and 4.0 in shown  # C = 1 / (2 n lam)
+    refit = pipe.set_params(**search.best_params_).fit(X, labels)
+    assert refit.score(X, labels) == pytest.approx(search.best_estimator_.score(X, labels),
+                                                   abs=0.05)
+    ridge = KernelSearchCV(KernelRidge(kernel="rbf"), cv=3).fit(X, y)
+    assert set(ridge.best_params_) == {"gamma", "alpha"}
+    assert min(ridge.cv_results_["param_alpha"]) >= 2.0**-12 * (1 - 1e-9)

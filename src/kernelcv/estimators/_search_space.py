@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import clone, is_classifier
+from sklearn.kernel_ridge import KernelRidge
 from sklearn.model_selection import ParameterGrid
 from sklearn.pipeline import Pipeline
+from sklearn.svm import SVC, SVR
 from sklearn.utils.multiclass import type_of_target
 
 from ..exceptions import KernelCVError
@@ -111,8 +113,30 @@ def _is_kernelcv(estimator) -> bool:
     return any(type(estimator) is cls for cls in ESTIMATORS.values())
 
 
-def default_grid(base, head, method, X, y) -> tuple[dict, GammaGrid | None]:
-    """The grid of a search without ``param_grid``: ``(grid, data-derived gamma grid)``.
+def regulariser_name(estimator) -> str:
+    """The name a default grid gives the regularisation of ``estimator`` (a Pipeline: its
+    last step): ``"C"`` for scikit-learn's SVC and SVR, ``"alpha"`` for KernelRidge, so
+    that ``best_params_`` can be set on the estimator given; ``"lam"`` for kernelcv's."""
+    last = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
+    if isinstance(last, SVC | SVR):
+        return "C"
+    return "alpha" if isinstance(last, KernelRidge) else "lam"
+
+
+def lam_as(name: str, lam: float, n_samples: int) -> float:
+    """``lam`` in the regularisation ``name``: SVC's ``C = 1 / (2 n lam)``, KernelRidge's
+    ``alpha = n lam``, or lam itself (the inverse of :func:`_search_params`'s mapping)."""
+    if name == "C":
+        return 1.0 / (2.0 * n_samples * lam)
+    return n_samples * lam if name == "alpha" else lam
+
+
+def default_grid(base, head, method, X, y, prefix="", regulariser="lam"
+                 ) -> tuple[dict, GammaGrid | None]:
+    """The grid of a search without ``param_grid``: ``(grid, data-derived gamma grid)``,
+    its keys named as a Pipeline's last step's (``prefix``, e.g. ``"svc__"``) and its
+    regularisation as the estimator given names it (``regulariser``:
+    :func:`regulariser_name`).
 
     For the rbf and laplace kernels and a method that builds Gram matrices, gamma comes
     from the distances of the rows the machine sees (after ``head``, fitted on X here)
@@ -127,7 +151,9 @@ def default_grid(base, head, method, X, y) -> tuple[dict, GammaGrid | None]:
         seen = base._validate_fit_input(seen, y, y_numeric=not is_classifier(base))[0]
         derived = data_gamma_grid(seen, base.kernel)
         gammas = list(derived.values)
-    return {"gamma": gammas, "lam": method.default_lams(n)}, derived
+    return {f"{prefix}gamma": gammas,
+            f"{prefix}{regulariser}": [lam_as(regulariser, lam, n)
+                                       for lam in method.default_lams(n)]}, derived
 
 
 def grid_candidates(param_grid, prefix: str, n_samples: int, default: dict | None):
@@ -144,8 +170,7 @@ def grid_candidates(param_grid, prefix: str, n_samples: int, default: dict | Non
         raise KernelCVError(f"param_grid: {error}") from None
     if not params:
         raise KernelCVError("param_grid is empty")
-    searched = [_search_params(p, prefix if param_grid is not None else "", n_samples)
-                for p in params]
+    searched = [_search_params(p, prefix, n_samples) for p in params]
     return params, searched
 
 

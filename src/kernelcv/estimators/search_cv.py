@@ -40,7 +40,14 @@ from ..validation import explicit_splits, make_folds, partitions, splitter_fold_
 from ._base import _resolve_gamma
 from ._search_refit import FoldByFold, fold_splits, refit_search
 from ._search_results import cv_results
-from ._search_space import ESTIMATORS, default_grid, grid_candidates, split_estimator
+from ._search_space import (
+    ESTIMATORS,
+    default_grid,
+    grid_candidates,
+    lam_as,
+    regulariser_name,
+    split_estimator,
+)
 from ._stand_ins import stand_in_kernel
 
 __all__ = ["ESTIMATORS", "KernelSearchCV"]
@@ -418,8 +425,10 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         if size_note is not None and self.verbose:
             print(f"[KernelSearchCV] {size_note}", file=sys.stderr)
         rff = isinstance(method, FeatureSpace)
+        regulariser = regulariser_name(self.estimator) if self.estimator is not None \
+            else "lam"
         default, derived = (None, None) if self.param_grid is not None else default_grid(
-            base, head, method, X, y)
+            base, head, method, X, y, prefix, regulariser)
         self.gamma_grid_ = None if derived is None else derived.to_dict()
         if derived is not None and self.verbose:
             print(f"[KernelSearchCV] {derived.note(_PAPER_HINT)}", file=sys.stderr)
@@ -546,7 +555,9 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         lookup = {(order[c["setting"]], float(c["lam"])): i
                   for i, c in enumerate(result.candidates)}
         if reserve:
-            _add_widened(result, order, keys, params, search_params, lams)
+            _add_widened(result, order, keys, params, search_params, lams, prefix,
+                         "lam" if self.estimator is None
+                         else regulariser_name(self.estimator))
         mapped = [result.candidates[lookup[key]] if key in lookup
                   else _screened_out(result) for key in keys]
         chosen = None
@@ -728,7 +739,8 @@ def _screen_strategy(screen, n_samples: int, method) -> str:
     return "halving" if n_samples >= 200 else "coarse"
 
 
-def _add_widened(result, order, keys, params, search_params, lams) -> None:
+def _add_widened(result, order, keys, params, search_params, lams, prefix="",
+                 regulariser="lam") -> None:
     """Put the reserve candidates the search evaluated (a default grid widened toward
     large C) among the default grid's candidates, each setting's lam values ascending as
     in the grid: ``keys``, ``params``, ``search_params`` and ``lams`` change in place."""
@@ -739,7 +751,9 @@ def _add_widened(result, order, keys, params, search_params, lams) -> None:
         if key not in known:
             gamma = dict(key[0]).get("gamma")
             entry = {"lam": key[1]} if gamma is None else {"gamma": gamma, "lam": key[1]}
-            rows.append((key, entry, dict(entry), key[1]))
+            shown = {**({} if gamma is None else {f"{prefix}gamma": gamma}),
+                     f"{prefix}{regulariser}": lam_as(regulariser, key[1], result.n_samples)}
+            rows.append((key, shown, entry, key[1]))
     setting_position = {setting: i for i, setting in enumerate(order)}
     rows.sort(key=lambda row: (setting_position[row[0][0]], row[0][1]))
     keys[:], params[:], search_params[:], lams[:] = (list(part) for part in zip(*rows,
