@@ -7,13 +7,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test test-slow demo architecture bench bench-large bench-gpu bench-torchkm bench-dask bench-spectral bench-select bench-floor bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
 
+# torch 2.13.0 (the torch-device tests, kernelcv[gpu]) is torch's CPU build, which this
+# machine image holds on disk (a plain 'torch' would fetch a CUDA build of several GB);
+# those tests skip where it cannot be installed.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,plot,progress,dask]'
-	# the torch-device tests (kernelcv[gpu]): torch's CPU build, which this machine image
-	# holds on disk (a plain 'torch' would fetch a CUDA build of several GB); they skip
-	# where it cannot be installed
 	$(PY) -m pip install --quiet 'torch==2.13.0' || echo "torch 2.13.0 not installed: the torch-device tests skip"
 	touch $(STAMP)
 
