@@ -62,6 +62,26 @@ def test_torch_spectral_takes_class_and_sample_weights():
     np.testing.assert_allclose(got.predictions, expected.predictions, atol=1e-8)
 
 
+@pytest.mark.parametrize("name, classes", [("krr", 2), ("lssvm", 2), ("lssvm", 3)])
+def test_square_loss_on_torch_takes_the_mm_engine_and_equals_the_closed_form(name, classes):
+    X, y = problem(n=130, seed=10, classes=classes)
+    if name == "krr":
+        y = X[:, 0] + 0.3 * np.sin(3 * X[:, 1])
+    K = rbf_kernel(X, gamma=0.6)
+    folds = np.arange(len(X)) % 5
+    machine = make_machine(name, multiclass="ovr")
+    if classes > 2:
+        machine = machine.for_labels({0: 0, 1: 1, 2: 2}, y)
+    expected = spectral_evaluations(K, y, folds, LAMS, machine)  # the closed form
+    got = spectral_evaluations(K, y, folds, LAMS, machine, device="cpu")
+    for a, b in zip(expected, got, strict=True):
+        assert a.cv_error == pytest.approx(b.cv_error, rel=1e-8, abs=1e-12)
+        if classes == 2:
+            np.testing.assert_allclose(b.predictions, a.predictions, atol=1e-8)
+        else:
+            np.testing.assert_allclose(b.decisions, a.decisions, atol=1e-8)
+
+
 @pytest.mark.parametrize("scheme", ["ovo", "ovr"])
 def test_torch_multiclass_equals_numpy(scheme):
     X, y = problem(n=150, seed=4, classes=3)

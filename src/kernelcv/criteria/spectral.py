@@ -375,14 +375,18 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
     :func:`kernelcv.criteria.multiclass.problem_layout`).
 
     ``device`` (:mod:`kernelcv.devices`): where :class:`SpectralCV` runs its linear
-    algebra; the closed form and the Newton refits stay in numpy.
+    algebra. On a torch device krr and lssvm take the MM engine too (for the square loss
+    the majorizer is exact on the retained rows: tens of steps, the closed form's values
+    to the stopping tolerance), so that every machine runs there; the Newton refits stay
+    in numpy.
 
     Cost: one ``eigh`` per distinct row set plus the MM steps (see the module notes).
     """
     tic = time.perf_counter()
     lams = np.asarray(lams, dtype=np.float64)
     weighted = machine.weighted
-    if isinstance(machine.loss, SquareLoss) and not weighted:
+    device = resolve_device(device)
+    if isinstance(machine.loss, SquareLoss) and not weighted and not device.is_torch:
         return _closed_form_evaluations(K, y, fold_ids, lams, machine)
     if huber not in ("newton", "mm"):
         raise KernelCVError(f"huber must be 'newton' or 'mm', got {huber!r}")

@@ -4,8 +4,9 @@
 :class:`~kernelcv.devices.Device` it hands this module the parts whose cost grows with
 n^2 or n^3: the eigendecomposition of K, the batched MM steps of every (problem, lam,
 fold) column (two products with the eigenbasis per step, the loss's first derivative on
-the device) and the fold-out values ``K_{j,R} alpha_R``. The few columns the Newton
-solver finishes, the flat-intercept rule and the bookkeeping stay in numpy. Every tensor
+the device) and the fold-out values ``K_{j,R} alpha_R``, for every machine (krr and
+lssvm too, see :func:`~kernelcv.criteria.spectral.spectral_evaluations`). The few columns
+the Newton solver finishes, the flat-intercept rule and the bookkeeping stay in numpy. Every tensor
 is float64 (see :mod:`kernelcv.devices`), so the two paths agree to rounding: the tests
 compare them to 1e-8.
 
