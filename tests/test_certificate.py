@@ -335,3 +335,41 @@ def test_multiclass_bounds_hold_every_machines_refit_and_flag_an_off_value(
     off = abs(bif.cv_error - exact.cv_error)
     if off > 0.01 + np.mean(~firm):
         assert bif.uncertified, (off, bif.certified_error)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), k=st.integers(3, 5), t=st.integers(2, 5),
+       machine=st.sampled_from(["svm", "l2svm"]), scheme=st.sampled_from(["ovo", "ovr"]),
+       log_lam=st.floats(-4, 0.5), log_gamma=st.floats(-2, 1.5))
+def test_a_search_settles_the_multiclass_flag_at_the_first_uncertified_machine(
+        seed, k, t, machine, scheme, log_lam, log_gamma):
+    """settle_flags (a search's): the same values and the same uncertified flag as the
+    full certificate; only the enclosures after the first uncertified machine go."""
+    from dataclasses import replace
+
+    from kernelcv.criteria.multiclass import MulticlassCV
+
+    rng = np.random.default_rng(seed)
+    n = 12 * k
+    codes = np.arange(n) % k
+    rng.shuffle(codes)
+    X = rng.normal(size=(n, 3)) + rng.normal(scale=1.5, size=(k, 3))[codes]
+    folds = np.empty(n, dtype=np.intp)
+    for c in range(k):
+        members = np.flatnonzero(codes == c)
+        folds[members] = rng.permutation(np.arange(members.size) % t)
+    K = np.exp(-(10.0 ** log_gamma) * squared_distances(X, X))
+    spec = replace(make_machine(machine, multiclass=scheme), n_classes=k)
+    lam = 10.0 ** log_lam
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        full = MulticlassCV(K, codes, folds, spec).evaluate(lam, spec, "bif", order="inf")
+        settled = MulticlassCV(K, codes, folds, spec, settle_flags=True).evaluate(
+            lam, spec, "bif", order="inf")
+    assert settled.cv_error == full.cv_error
+    np.testing.assert_array_equal(settled.decisions, full.decisions)
+    assert settled.uncertified == full.uncertified
+    assert settled.unconverged == full.unconverged
+    assert settled.ill_conditioned == full.ill_conditioned
+    if not full.uncertified:  # nothing settled early: the same certificate
+        assert settled.certified_error == full.certified_error

@@ -70,7 +70,8 @@ class Evaluation:
 
 
 def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, atol=None,
-                 closed=None, warm=None, extra=None, full_fit=True) -> Evaluation:
+                 closed=None, warm=None, extra=None, full_fit=True,
+                 certify=True) -> Evaluation:
     """Held-out predictions, CV error and degeneracy check for one lam.
 
     Parameters
@@ -93,6 +94,9 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
         A third element, the points' ``k(x, x)``, lets BIF of the SVM machines bound
         their values too (``Evaluation.bounds`` then holds four arrays: the sample's lower
         and upper bounds, then the extra points').
+    certify : False skips the certificate of BIF for the SVM machines
+        (:mod:`kernelcv.criteria.certificate`: no ``bounds``, ``certified_error`` None,
+        ``uncertified`` False), for a caller that has its answer already.
 
     Raises
     ------
@@ -111,7 +115,7 @@ def evaluate_lam(K, y, fold_ids, lam, machine, method, *, order=5, tol=1e-6, ato
                                                                       extra):
             return _refits_only(K, y, fold_ids, lam, machine, extra)
         return _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed,
-                         warm, extra, extra_diag)
+                         warm, extra, extra_diag, certify)
 
 
 def _needs_full_fit(y, fold_ids, machine, extra) -> bool:
@@ -137,7 +141,7 @@ def _refits_only(K, y, fold_ids, lam, machine, extra):
 
 
 def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, warm, extra,
-              extra_diag=None):
+              extra_diag=None, certify=True):
     tic = time.perf_counter()
     extra_predictions = None
     fit = None
@@ -164,7 +168,7 @@ def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, wa
         if method == Criterion.EXACT:
             predictions, _, *rest = refit_predictions(K, y, fold_ids, lam, machine,
                                                       full_fit=fit, extra=extra)
-        elif certifiable(machine):
+        elif certify and certifiable(machine):
             predictions, order_used, *rest, fold_remainder, bounds = bif_predictions(
                 K, y, fold_ids, lam, machine, fit, order=order, tol=tol, atol=atol,
                 extra=extra if extra_diag is None else (*extra, extra_diag),

@@ -122,7 +122,8 @@ class MulticlassCV:
     #: order inf; False evaluates each pair on its own (same numbers, slower).
     stack_pairs = True
 
-    def __init__(self, K, codes, fold_ids, machine, closed_form=False):
+    def __init__(self, K, codes, fold_ids, machine, closed_form=False, settle_flags=False):
+        self.settle_flags = bool(settle_flags)
         self.K = K
         self.codes = np.asarray(codes).astype(np.intp)
         self.fold_ids = fold_ids
@@ -183,6 +184,9 @@ class MulticlassCV:
         BIF of the SVM machines also bounds every machine's value at every row
         (``bounds``: (n, m) lower and upper) and flags the candidate ``uncertified`` when
         the rows whose class those bounds do not fix (``certified_error``) exceed 0.01.
+        With ``settle_flags`` (a search, which keeps the flag only) the enclosures stop
+        at the first uncertified machine: the flag is the same, ``bounds`` and
+        ``certified_error`` are then None.
         """
         tic = time.perf_counter()
         n = self.codes.shape[0]
@@ -225,17 +229,21 @@ class MulticlassCV:
                 orders.append(stacked_order)
                 notes.extend(f"machine {problem.label}: {note}" for note in found.notes[p])
                 continue
+            # a search needs the flag only: once a machine is uncertified, the candidate is,
+            # and the other machines' enclosures (a quarter of a one-vs-one search) can go
+            settled = certify and self.settle_flags and uncertified
             extra = None
             if part["extra"] is not None and part["extra"][0].size:
                 extra = (self._extra_block(part), part["extra"][1])
-                if certify:  # k(x, x) of the other classes' points: their enclosures
+                if certify and not settled:  # k(x, x) of the other classes' points
                     extra = (*extra, np.diagonal(self.K)[part["extra"][0]])
             start = None if warm is None else warm[p]
             if stacked_fits is not None and stacked_fits[p] is not None:
                 start = stacked_fits[p]  # the stack's converged fit: one Newton iteration
             ev = evaluate_lam(self._pair_block(part), part["y"], part["folds"], lam,
                               machine.problem_machine(problem), method,
-                              closed=part.get("closed"), warm=start, extra=extra, **options)
+                              closed=part.get("closed"), warm=start, extra=extra,
+                              certify=not settled, **options)
             rows = slice(None) if part["rows"] is None else part["rows"]
             decisions[rows, p] = ev.predictions
             if extra is not None:
@@ -256,7 +264,8 @@ class MulticlassCV:
         predicted = predict_codes(decisions, self.n_classes, self.strategy)
         losses = (predicted != self.codes).astype(np.float64)
         certified = None
-        if certify:  # the multiclass value itself: rows whose class the enclosures fix
+        settled = certify and self.settle_flags and uncertified
+        if certify and not settled:  # the multiclass value: rows whose class they fix
             certified = float(np.mean(~fixed_classes(lower, upper, predicted,
                                                      self.n_classes, self.strategy)))
             if not within_tolerance(certified, float(losses.mean()), "0-1"):
@@ -274,7 +283,7 @@ class MulticlassCV:
             seconds=time.perf_counter() - tic, fit=fits, notes=notes,
             unconverged=unconverged, ill_conditioned=ill_conditioned,
             uncertified=uncertified, certified_error=certified,
-            bounds=(lower, upper) if certify else None)
+            bounds=(lower, upper) if certify and not settled else None)
         evaluation.decisions = decisions
         return evaluation
 

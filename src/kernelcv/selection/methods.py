@@ -310,7 +310,8 @@ class CVMethod:
     def _multiclass_state(self, K, y, fold_ids, machine):
         """The state of a multiclass setting: its binary problems on ``fold_ids``."""
         return MulticlassCV(K, y, fold_ids, machine,
-                            closed_form=self.criterion == Criterion.CLOSED_FORM)
+                            closed_form=self.criterion == Criterion.CLOSED_FORM,
+                            settle_flags=True)
 
     def _lam_record(self, K, y, fold_ids, lam, machine, state, previous, random_state):
         ev = self._evaluate(K, y, fold_ids, lam, machine, state, previous)
