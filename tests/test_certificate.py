@@ -291,6 +291,21 @@ def test_any_model_near_the_refits_encloses_them(seed):
 # ---------------------------------------------------------------- more than two classes
 
 
+def _stratified_classes(seed, k, t, log_gamma):
+    """12 k rows of k Gaussian classes, t stratified folds (every class in every fold) and
+    their rbf Gram matrix: ``(codes, folds, K)``."""
+    rng = np.random.default_rng(seed)
+    n = 12 * k
+    codes = np.arange(n) % k
+    rng.shuffle(codes)
+    X = rng.normal(size=(n, 3)) + rng.normal(scale=1.5, size=(k, 3))[codes]
+    folds = np.empty(n, dtype=np.intp)
+    for c in range(k):
+        members = np.flatnonzero(codes == c)
+        folds[members] = rng.permutation(np.arange(members.size) % t)
+    return codes, folds, np.exp(-(10.0 ** log_gamma) * squared_distances(X, X))
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 100_000), k=st.integers(3, 4), t=st.integers(2, 6),
        machine=st.sampled_from(["svm", "l2svm"]), intercept=st.booleans(),
@@ -305,16 +320,7 @@ def test_multiclass_bounds_hold_every_machines_refit_and_flag_an_off_value(
     from kernelcv.criteria.multiclass import MulticlassCV
     from kernelcv.machines.multiclass import binary_problems
 
-    rng = np.random.default_rng(seed)
-    n = 12 * k
-    codes = np.arange(n) % k
-    rng.shuffle(codes)
-    X = rng.normal(size=(n, 3)) + rng.normal(scale=1.5, size=(k, 3))[codes]
-    folds = np.empty(n, dtype=np.intp)
-    for c in range(k):  # stratified: every class in every fold
-        members = np.flatnonzero(codes == c)
-        folds[members] = rng.permutation(np.arange(members.size) % t)
-    K = np.exp(-(10.0 ** log_gamma) * squared_distances(X, X))
+    codes, folds, K = _stratified_classes(seed, k, t, log_gamma)
     spec = replace(make_machine(machine, fit_intercept=intercept, multiclass=scheme),
                    n_classes=k)
     lam = 10.0 ** log_lam
@@ -349,16 +355,7 @@ def test_a_search_settles_the_multiclass_flag_at_the_first_uncertified_machine(
 
     from kernelcv.criteria.multiclass import MulticlassCV
 
-    rng = np.random.default_rng(seed)
-    n = 12 * k
-    codes = np.arange(n) % k
-    rng.shuffle(codes)
-    X = rng.normal(size=(n, 3)) + rng.normal(scale=1.5, size=(k, 3))[codes]
-    folds = np.empty(n, dtype=np.intp)
-    for c in range(k):
-        members = np.flatnonzero(codes == c)
-        folds[members] = rng.permutation(np.arange(members.size) % t)
-    K = np.exp(-(10.0 ** log_gamma) * squared_distances(X, X))
+    codes, folds, K = _stratified_classes(seed, k, t, log_gamma)
     spec = replace(make_machine(machine, multiclass=scheme), n_classes=k)
     lam = 10.0 ** log_lam
     with warnings.catch_warnings(), np.errstate(all="ignore"):

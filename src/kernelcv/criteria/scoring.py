@@ -310,7 +310,7 @@ def _scorer_losses(score: HeldoutScore, y, values, fold_ids, weights, scheme) ->
         truth = classes[codes]
         if score.reads_machines:
             strategy = None if scheme is None else scheme[1]
-        if not score.reads_machines:
+        else:
             predicted = classes[(values >= 0).astype(np.intp) if n_classes == 2
                                 else values.astype(np.intp)]
     losses = np.empty(t)
@@ -322,10 +322,8 @@ def _scorer_losses(score: HeldoutScore, y, values, fold_ids, weights, scheme) ->
             stand_in = classifier_type(classes, decision=part if n_classes == 2 else
                                        class_scores(part, n_classes, strategy))
         elif score.classifier and score.of_probabilities:
-            scale = fit_scheme_scale(values[~at], codes[~at], n_classes, strategy,
-                                     None if weights is None else weights[~at])
-            stand_in = classifier_type(classes, probabilities=machine_probabilities(
-                scale, values[at], n_classes, strategy))
+            stand_in = classifier_type(classes, probabilities=_cross_fitted(
+                values, codes, at, n_classes, strategy, weights))
         elif score.classifier:
             stand_in = classifier_type(classes, predicted=predicted[at])
         else:
@@ -338,6 +336,15 @@ def _scorer_losses(score: HeldoutScore, y, values, fold_ids, weights, scheme) ->
             raise KernelCVError(f"scoring {score.name!r} on test fold {k}: {reason}") from None
         losses[k] = -float(value)
     return losses
+
+
+def _cross_fitted(values, codes, at, n_classes, strategy, weights) -> np.ndarray:
+    """Class probabilities of the rows ``at`` (one test fold) by the scale fitted on the
+    other rows' held-out values (:func:`kernelcv.machines.calibration.fit_scheme_scale`,
+    weighted when ``weights`` are given)."""
+    scale = fit_scheme_scale(values[~at], codes[~at], n_classes, strategy,
+                             None if weights is None else weights[~at])
+    return machine_probabilities(scale, values[at], n_classes, strategy)
 
 
 def _probability_losses(name, y, values, fold_ids, weights, scheme) -> np.ndarray:
@@ -360,9 +367,7 @@ def _probability_losses(name, y, values, fold_ids, weights, scheme) -> np.ndarra
     losses = np.empty(t)
     for k in range(t):
         at = fold_ids == k
-        scale = fit_scheme_scale(values[~at], codes[~at], n_classes, strategy,
-                                 None if weights is None else weights[~at])
-        p = machine_probabilities(scale, values[at], n_classes, strategy)
+        p = _cross_fitted(values, codes, at, n_classes, strategy, weights)
         weight = None if weights is None else weights[at]
         if name.startswith("roc_auc") and np.unique(codes[at]).size < n_classes:
             raise KernelCVError(f"{name} needs every class in each test fold; use "
