@@ -46,6 +46,12 @@ class Device:
         torch = _torch()
         return torch.device("cuda" if self.name == "cuda" else "cpu")
 
+    def free_bytes(self) -> int | None:
+        """Free memory on a GPU (bytes), or None where host memory is the limit."""
+        if self.name != "cuda":
+            return None
+        return int(_torch().cuda.mem_get_info()[0])
+
     def to_dict(self) -> dict:
         """The report's ``device`` entry."""
         return {"name": self.name, "card": self.card, "dtype": self.dtype}

@@ -251,6 +251,10 @@ class GramFactory:
             self._base[kind] = base_matrix(kind, self.X, None if self.symmetric else self.Y)
         return self._base[kind]
 
+    def base_for(self, kernel: Kernel) -> np.ndarray:
+        """The parameter-free matrix ``kernel`` is a map of (computed once, shared)."""
+        return self._get_base(KERNEL_BASE[kernel.name])
+
     def gram(self, kernel: Kernel) -> np.ndarray:
         """The Gram matrix ``k(X, Y)`` for ``kernel`` (a new array each call)."""
         base = self._get_base(KERNEL_BASE[kernel.name])

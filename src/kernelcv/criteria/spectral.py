@@ -1,5 +1,5 @@
 """Exact fold-out models of the smooth-loss machines for every lam and every fold from one
-eigendecomposition of K: batched majorize-minimize (MM) iterations in K's eigenbasis.
+factorization of K: batched majorize-minimize (MM) iterations.
 
 The problem of fold i (retained rows R, ``m = |R|``), in the papers' convention::
 
@@ -15,16 +15,18 @@ surrogate of *every* fold's problem is then an LS-SVM on **all** n rows with the
 
     (K + rho I) alpha + b 1 = z,   1' alpha = 0        (no intercept: b = 0)
 
-whose solution, with ``K = Q diag(s) Q'``, ``z_hat = Q' z``, ``u = Q' 1`` and
-``w = 1 / (s + rho)``, is ``b = (u' (w * z_hat)) / (u' (w * u))`` and
-``f = Q (s * w * (z_hat - b u)) + b``. One eigendecomposition serves every lam and every
-fold; each MM step of all (problem, lam, fold) columns together is two matrix products
-(BLAS-3), ``O(n r C)`` for C columns and the r eigenpairs kept. The steps are accelerated
-(FISTA with O'Donoghue and Candes's gradient restart, per column; the MM step is a
-proximal-gradient step of step ``1 / M`` whose proximal map is the ridge solve above), a
-column leaves the batch once its step changes f by less than ``tol * max(1, max |f|)``, and
-a column still moving after ``max_iter`` steps is refitted by the primal Newton solver
-(:func:`kernelcv.machines.solver.fit_kernel_machine`), started from the MM iterate.
+which :mod:`.ridge_factors` solves for every column of a batch: from one
+eigendecomposition ``K = Q diag(s) Q'`` for every lam and every fold at once (two matrix
+products per step, BLAS-3, ``O(n r C)`` for C columns and the r eigenpairs kept), or, with
+``factorization="cholesky"``, from one Cholesky factorization of ``K + rho I`` per lam
+(every fold of a lam then shares the ridge of the smallest training part ``m_min``, its
+curvature raised to ``M m / m_min``, still a majorizer), for n past one ``eigh``. The
+steps are accelerated (FISTA with O'Donoghue and Candes's gradient restart, per column;
+the MM step is a proximal-gradient step of step ``1 / M`` whose proximal map is the ridge
+solve above), a column leaves the batch once its step changes f by less than ``tol *
+max(1, max |f|)``, and a column still moving after ``max_iter`` steps is refitted by the
+primal Newton solver (:func:`kernelcv.machines.solver.fit_kernel_machine`), started from
+the MM iterate.
 
 A held-out value is the iterate's own ``f_j`` (accurate to the stopping tolerance), or,
 where the row's kernel mass off its fold ``|K_{j,R}|_1`` is below ``rho`` (tiny kernel
@@ -34,12 +36,9 @@ lam)`` (whose error is the iterate's times ``|K_{j,R}|_1 / rho``: the rule takes
 smaller). Columns finished by the Newton solver use the direct form. Extra points use
 the direct form.
 
-Eigenpairs with ``s_j <= n eps max(s)`` (rounding noise of ``eigh``) are dropped: they add
-nothing to f, and their share of the intercept is ``(1' z - u_r' z_hat_r) / rho`` with
-``s_j`` taken as 0 (relative error ``s_j / rho``).
-
 Cost: one ``eigh`` (``O(n^3)``), then per MM step ``4 n r C`` flops over the columns still
-moving; the held-out values ``O(n^2)`` per (problem, lam). Memory: K, Q and ~6 n x C
+moving; or ``n^3 / 3`` per lam and ``2 n^2`` per column and step (Cholesky); the held-out
+values ``O(n^2)`` per (problem, lam). Memory: K, Q (or one Cholesky factor) and ~6 n x C
 arrays.
 """
 
@@ -49,7 +48,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg as sla
 
 from ..devices import resolve_device
 from ..exceptions import KernelCVError
@@ -57,17 +55,32 @@ from ..machines.losses import SquareLoss
 from ..machines.multiclass import predict_codes
 from ..machines.solver import central_intercept, fit_kernel_machine
 from ..machines.weights import loss_for_rows, weight_bound
+from . import spectral_torch
 from .closed_form import ClosedFormCV
 from .evaluate import Evaluation, evaluate_lam
 from .multiclass import MulticlassCV, problem_layout
 from .result import fold_errors
-from .spectral_torch import TorchBasis
+from .ridge_factors import CholeskyFactor, EigenFactor, check_factorization
 
 #: The default stopping tolerance: the last MM step moved no value by more than this,
 #: relative to ``max(1, max |f|)``.
 TOLERANCE = 1e-10
 #: MM steps before a column is handed to the Newton solver.
 MAX_STEPS = 3000
+#: The most rows ``factorization="auto"`` gives one eigendecomposition: the limit of
+#: the 32-bit GPU eigensolvers torch calls (cuSOLVER's syevd workspace), and past it on
+#: a CPU a dense ``eigh`` takes hours while a Cholesky factorization takes minutes.
+EIGH_ROWS = 32768
+
+
+def choose_factorization(name, n: int) -> str:
+    """The factorization of K the engine uses: ``name`` when it is ``"eigh"`` or
+    ``"cholesky"``; for ``"auto"``, one eigendecomposition up to :data:`EIGH_ROWS` rows,
+    one Cholesky factorization per lam above."""
+    name = check_factorization(name)
+    if name != "auto":
+        return name
+    return "eigh" if n <= EIGH_ROWS else "cholesky"
 
 
 def max_curvature(loss) -> float:
@@ -106,78 +119,77 @@ class SpectralSolution:
 
 
 class SpectralCV:
-    """Fold-out solutions of smooth-loss kernel machines from one ``eigh(K)``.
+    """Fold-out solutions of smooth-loss kernel machines from one factorization of K.
 
     Parameters
     ----------
-    K : (n, n) symmetric positive semi-definite Gram matrix.
+    K : (n, n) symmetric positive semi-definite Gram matrix (numpy, or a float64 tensor
+        already on ``device``, as :func:`.spectral_torch.device_gram` makes it).
     fold_ids : (n,) fold ids ``0..t-1`` (every fold non-empty, every training part too).
     fit_intercept : an unregularised intercept b.
     device : None or a name of :data:`kernelcv.devices.DEVICES` (or a Device): with a
-        torch device the eigendecomposition, the MM steps and the fold-out products run
+        torch device the factorization, the MM steps and the fold-out products run
         there (:mod:`.spectral_torch`), the rest in numpy.
+    factorization : ``"eigh"`` (one eigendecomposition serves every lam),
+        ``"cholesky"`` (one Cholesky factorization of ``K + rho I`` per lam, no
+        eigendecomposition: for n past what ``eigh`` can do) or ``"auto"``
+        (:func:`choose_factorization`). See :mod:`.ridge_factors`.
     """
 
-    def __init__(self, K, fold_ids, fit_intercept=True, device=None):
-        self.K = K
+    def __init__(self, K, fold_ids, fit_intercept=True, device=None, factorization="eigh"):
         self.fold_ids = np.asarray(fold_ids)
         self.fit_intercept = bool(fit_intercept)
         self.n = K.shape[0]
         self.t = int(self.fold_ids.max()) + 1
         self.folds = [np.flatnonzero(self.fold_ids == i) for i in range(self.t)]
-        self._nonnegative = bool(K.min() >= 0) if self.n else True
         self.retained = np.array([self.n - f.size for f in self.folds], dtype=np.float64)
         self.device = resolve_device(device)
-        self.torch_basis = None
+        self.factorization = choose_factorization(factorization, self.n)
         if self.device.is_torch:
-            self.torch_basis = TorchBasis(K, self.device, self.fit_intercept)
-            self.s = TorchBasis.numpy(self.torch_basis.s)
-            return
-        eigenvalues, Q = sla.eigh(K, driver="evd", check_finite=False)
-        top = float(eigenvalues[-1]) if self.n else 0.0
-        keep = eigenvalues > self.n * np.finfo(np.float64).eps * max(top, 0.0)
-        # Columns in descending order of eigenvalue; a contiguous copy (BLAS reads it
-        # once per step in each direction).
-        self.s = np.ascontiguousarray(eigenvalues[keep][::-1])
-        self.Q = np.ascontiguousarray(Q[:, keep][:, ::-1])
-        self.u = self.Q.T @ np.ones(self.n)
+            self.K, self.K_device = None, spectral_torch.to_device(K, self.device)
+            self._nonnegative = bool(self.K_device.min() >= 0) if self.n else True
+        else:
+            self.K, self.K_device = K, None
+            self._nonnegative = bool(K.min() >= 0) if self.n else True
+        self.eigen = None
+        if self.factorization == "eigh":
+            self.eigen = (spectral_torch.TorchEigen(self.K_device, self.fit_intercept)
+                          if self.device.is_torch else EigenFactor(K, self.fit_intercept))
 
     @property
     def rank(self) -> int:
-        """Eigenpairs kept (above the rounding level of ``eigh``)."""
-        return int(self.s.size)
+        """Eigenpairs kept (above the rounding level of ``eigh``); n for Cholesky."""
+        return self.n if self.eigen is None else int(self.eigen.s.shape[0])
 
-    def _ridge_solve(self, Z, rho):
-        """f and b of the LS-SVM ``(K + rho I) alpha + b 1 = z``, one column per problem."""
-        if self.torch_basis is not None:
-            basis = self.torch_basis
-            f, b = basis.ridge_solve(basis.tensor(Z), basis.tensor(rho))
-            return basis.numpy(f), basis.numpy(b)
-        Z_hat = self.Q.T @ Z
-        w = 1.0 / (self.s[:, None] + rho[None, :])
-        if self.fit_intercept:
-            u = self.u[:, None]
-            # The dropped eigenpairs (s ~ 0) weigh 1 / rho in the intercept.
-            tail_z = Z.sum(axis=0) - (u * Z_hat).sum(axis=0)
-            tail_u = self.n - float(self.u @ self.u)
-            b = (((u * w) * Z_hat).sum(axis=0) + tail_z / rho) / (
-                (u * u * w).sum(axis=0) + tail_u / rho)
-            Z_hat -= b[None, :] * u
-        else:
-            b = np.zeros(Z.shape[1])
-        Z_hat *= self.s[:, None] * w
-        return self.Q @ Z_hat + b[None, :], b
+    def host_block(self, rows, cols) -> np.ndarray:
+        """``K[rows][:, cols]`` as a numpy array (from the device where K lives there)."""
+        return _host(_block(self.K if self.K_device is None else self.K_device, rows,
+                            cols))
 
-    def _iterate(self, F, columns, Y, p_of, held_out, rho_all, loss, M, steps, tol,
-                 max_steps):
+    def _factors(self, columns_of_rho):
+        """``(columns, factor)`` pairs that cover every column: the one eigendecomposition
+        for all, or one Cholesky factor per distinct ridge, made one at a time."""
+        if self.eigen is not None:
+            yield np.concatenate(list(columns_of_rho.values())), self.eigen
+            return
+        for rho, columns in columns_of_rho.items():
+            if self.device.is_torch:
+                yield columns, spectral_torch.TorchCholesky(self.K_device, rho,
+                                                            self.fit_intercept)
+            else:
+                yield columns, CholeskyFactor(self.K, rho, self.fit_intercept)
+
+    def _iterate(self, factor, F, columns, Y, p_of, held_out, rho_all, loss, M_all, steps,
+                 tol, max_steps):
         """Accelerated MM steps on ``F[:, columns]`` (in place) until each column stops
-        moving; returns the columns still moving after ``max_steps``."""
-        if self.torch_basis is not None:
+        moving, each step's ridge systems solved by ``factor``; returns the columns still
+        moving after ``max_steps``."""
+        if self.device.is_torch:
             block = F[:, columns]  # a copy, iterated in place and put back
             counts = np.zeros(columns.size, dtype=np.int64)
-            moving = self.torch_basis.iterate(block, Y[:, p_of[columns]],
-                                              held_out[:, columns], rho_all[columns], loss,
-                                              M, counts, tol, max_steps)
+            moving = spectral_torch.iterate(factor, block, Y[:, p_of[columns]],
+                                            held_out[:, columns], rho_all[columns], loss,
+                                            M_all[columns], counts, tol, max_steps)
             F[:, columns] = block
             steps[columns] += counts
             return columns[moving]
@@ -191,7 +203,8 @@ class SpectralCV:
             cols = columns[active]
             g, _h = loss.derivatives(Y[:, p_of[cols]], V[:, active])
             g[held_out[:, cols]] = 0.0
-            F_new, _b = self._ridge_solve(V[:, active] - g / M, rho_all[cols])
+            F_new, _b = factor.ridge_solve(V[:, active] - g / M_all[cols][None, :],
+                                           rho_all[cols])
             F_old = Fc[:, active]
             V_old = V[:, active]
             step_change = np.abs(F_new - F_old).max(axis=0)
@@ -210,6 +223,12 @@ class SpectralCV:
         F[:, columns] = Fc
         return columns[active]
 
+    def _intercepts(self, factor, Z, rho) -> np.ndarray:
+        """The intercepts of the ridge systems of the numpy columns Z."""
+        if self.device.is_torch:
+            return spectral_torch.ridge_intercepts(factor, Z, rho)
+        return factor.ridge_solve(Z, rho)[1]
+
     @staticmethod
     def _centre_flat_intercepts(F, b, Y, p_of, held_out, loss, moving):
         """The Newton solver's rule where the optimal intercept is an interval: its
@@ -225,20 +244,31 @@ class SpectralCV:
             F_c = F[rows, c]
             b[c] = central_intercept(loss, Y[rows, p_of[c]], F_c - b[c], b[c])
 
+    def _off_fold_mass(self) -> np.ndarray:
+        """Each row's kernel mass off its own fold, ``|K_{j,R}|_1``. O(n^2)."""
+        mass = np.empty(self.n)
+        if self.K_device is not None:
+            absolute = self.K_device if self._nonnegative else self.K_device.abs()
+            totals = spectral_torch.to_numpy(absolute.sum(dim=1))
+            for rows in self.folds:
+                mass[rows] = totals[rows] - np.abs(self.host_block(rows, rows)).sum(axis=1)
+            return mass
+        absolute = self.K if self._nonnegative else np.abs(self.K)
+        for rows in self.folds:
+            mass[rows] = absolute[rows].sum(axis=1) - absolute[np.ix_(rows, rows)].sum(axis=1)
+        return mass
+
     def _prefer_iterate(self, predictions, F, rho_all, finished, P, L, t):
         """Take the MM iterate's own held-out values where they are the more accurate.
 
         The direct form ``K_{j,R} alpha_R + b`` carries the iterate's error times
         ``|K_{j,R}|_1 / rho`` (alpha = -loss'/(2 m lam) divides by lam), the iterate's
         value F_j only that error: so F_j is taken where the row's retained kernel mass
-        ``|K_{j,R}|_1`` reaches ``rho`` (small lam), the direct form where it does not
-        (tiny kernel widths, where F_j would be rounding noise). Columns the Newton
-        solver finished keep the direct form (their alpha is exact). O(n^2).
+        ``|K_{j,R}|_1`` reaches ``rho = 2 m lam / M`` (small lam), the direct form where
+        it does not (tiny kernel widths, where F_j would be rounding noise). Columns the
+        Newton solver finished keep the direct form (their alpha is exact). O(n^2).
         """
-        absolute = self.K if self._nonnegative else np.abs(self.K)
-        mass = np.empty(self.n)
-        for rows in self.folds:  # each row's kernel mass off its own fold
-            mass[rows] = absolute[rows].sum(axis=1) - absolute[np.ix_(rows, rows)].sum(axis=1)
+        mass = self._off_fold_mass()
         own = F.reshape(self.n, P, L, t)
         rho = rho_all.reshape(P, L, t)
         keep = np.zeros((P, L, t), dtype=bool)
@@ -254,12 +284,18 @@ class SpectralCV:
         (from the MM iterate, or from zero with ``cold``); ``alpha`` and ``b`` in place."""
         rows = np.flatnonzero(retained)
         start = {} if cold else {"alpha0": alpha[rows, c], "intercept0": float(b[c])}
-        fit = fit_kernel_machine(self.K[np.ix_(rows, rows)], y[rows], lam,
+        fit = fit_kernel_machine(self.host_block(rows, rows), y[rows], lam,
                                  loss_for_rows(loss, rows),
                                  fit_intercept=self.fit_intercept, **start)
         alpha[:, c] = 0.0
         alpha[rows, c] = fit.alpha
         b[c] = fit.intercept
+
+    def _fold_values(self, rows, coefficients) -> np.ndarray:
+        """``K[rows] @ coefficients``, (rows, n) times (n, k)."""
+        if self.K_device is not None:
+            return spectral_torch.fold_values(self.K_device, rows, coefficients)
+        return self.K[rows] @ coefficients
 
     def solve(self, y, lams, loss, *, extra=None, tol=TOLERANCE, max_steps=MAX_STEPS
               ) -> SpectralSolution:
@@ -293,23 +329,43 @@ class SpectralCV:
         l_of = np.tile(np.repeat(np.arange(L), t), P)
         i_of = np.tile(np.arange(t), P * L)
         m_of = retained[i_of]
-        rho_all = 2.0 * m_of * lams[l_of] / M
+        rho_exact = 2.0 * m_of * lams[l_of] / M
+        if self.eigen is None:
+            # One factor per lam: every fold of a lam shares the ridge of the smallest
+            # training part, each fold's curvature raised to match (M m / m_min >= M,
+            # still a majorizer).
+            m_low = float(retained.min())
+            rho_all = 2.0 * m_low * lams[l_of] / M
+            M_all = M * m_of / m_low
+        else:
+            rho_all, M_all = rho_exact, np.full(m_of.size, M)
+        columns_of_rho: dict[float, np.ndarray] = {}
+        for rho in np.unique(rho_all):
+            columns_of_rho[float(rho)] = np.flatnonzero(rho_all == rho)
         C = P * L * t
         held_out = self.fold_ids[:, None] == i_of[None, :]  # (n, C)
         F = np.zeros((n, C))
+        b = np.zeros(C)
         steps = np.zeros(C, dtype=np.int64)
-        moving = self._iterate(F, np.arange(C), Y, p_of, held_out, rho_all, loss, M, steps,
-                               tol, max_steps)
+        moving = []
+        for columns, factor in self._factors(columns_of_rho):
+            moving.append(self._iterate(factor, F, columns, Y, p_of, held_out, rho_all,
+                                        loss, M_all, steps, tol, max_steps))
+            if self.fit_intercept:
+                g, _h = loss.derivatives(Y[:, p_of[columns]], F[:, columns])
+                g[held_out[:, columns]] = 0.0
+                b[columns] = self._intercepts(factor, F[:, columns] - g / M_all[columns],
+                                              rho_all[columns])
+            del factor
+        moving = np.sort(np.concatenate(moving)).astype(np.intp)
         refitted = np.zeros(C, dtype=bool)
         refitted[moving] = True
         # The fold-out coefficients in optimality form and their intercepts.
         g, _h = loss.derivatives(Y[:, p_of], F)
         g[held_out] = 0.0
         alpha = -g / (2.0 * m_of * lams[l_of])[None, :]
-        b = np.zeros(C)
         one_class = np.zeros(C, dtype=bool)
         if self.fit_intercept:
-            _f, b = self._ridge_solve(F - g / M, rho_all)
             F = F - b[None, :]  # the iterate without its intercept: F + b is its value
             self._centre_flat_intercepts(F + b[None, :], b, Y, p_of, held_out, loss,
                                          moving)
@@ -327,15 +383,11 @@ class SpectralCV:
         predictions = np.empty((n, P, L))
         A = alpha.reshape(n, P, L, t)
         for i, rows in enumerate(self.folds):
-            if self.torch_basis is not None:
-                predictions[rows] = self.torch_basis.fold_values(
-                    rows, A[:, :, :, i].reshape(n, P * L)).reshape(rows.size, P, L)
-                continue
-            predictions[rows] = np.einsum("rn,npl->rpl", self.K[rows], A[:, :, :, i],
-                                          optimize=True)
+            predictions[rows] = self._fold_values(
+                rows, A[:, :, :, i].reshape(n, P * L)).reshape(rows.size, P, L)
         B = b.reshape(P, L, t)
         predictions += B[:, :, self.fold_ids].transpose(2, 0, 1)
-        self._prefer_iterate(predictions, F, rho_all, finished, P, L, t)
+        self._prefer_iterate(predictions, F, rho_exact, finished, P, L, t)
         B = B[:, :, :self.t] if full else B
         extra_predictions = None
         if extra is not None:
@@ -355,8 +407,8 @@ class SpectralCV:
 
 
 def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
-                         max_steps=MAX_STEPS, huber="newton",
-                         device=None) -> list[Evaluation]:
+                         max_steps=MAX_STEPS, huber="newton", device=None,
+                         factorization="auto") -> list[Evaluation]:
     """Exact CV of ``machine`` for every lam of one Gram matrix: one
     :class:`~kernelcv.criteria.evaluate.Evaluation` per lam, in the order of ``lams``.
 
@@ -378,23 +430,30 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
     algebra. On a torch device krr and lssvm take the MM engine too (for the square loss
     the majorizer is exact on the retained rows: tens of steps, the closed form's values
     to the stopping tolerance), so that every machine runs there; the Newton refits stay
-    in numpy.
+    in numpy. K may be a tensor already on the device (:func:`.spectral_torch.device_gram`).
 
-    Cost: one ``eigh`` per distinct row set plus the MM steps (see the module notes).
+    ``factorization`` (:func:`choose_factorization`): ``"eigh"``, ``"cholesky"`` (one
+    factorization of ``K + rho I`` per lam; krr and lssvm then take the MM engine too) or
+    ``"auto"`` (eigh up to :data:`EIGH_ROWS` rows).
+
+    Cost: one ``eigh`` per distinct row set (or one Cholesky factorization per lam) plus
+    the MM steps (see the module notes).
     """
     tic = time.perf_counter()
     lams = np.asarray(lams, dtype=np.float64)
     weighted = machine.weighted
     device = resolve_device(device)
-    if isinstance(machine.loss, SquareLoss) and not weighted and not device.is_torch:
-        return _closed_form_evaluations(K, y, fold_ids, lams, machine)
+    factorization = choose_factorization(factorization, K.shape[0])
+    if (isinstance(machine.loss, SquareLoss) and not weighted and not device.is_torch
+            and factorization == "eigh"):
+        return _closed_form_evaluations(_host(K), y, fold_ids, lams, machine)
     if huber not in ("newton", "mm"):
         raise KernelCVError(f"huber must be 'newton' or 'mm', got {huber!r}")
     if ((getattr(machine.loss, "width", None) is not None and huber == "newton")
             or (weighted and machine.is_multiclass)):
         # weighted binary machines of a multiclass scheme each have their own weights:
         # refitted one by one (the MM engine shares one loss per solve)
-        return _newton_evaluations(K, y, fold_ids, lams, machine)
+        return _newton_evaluations(_host(K), y, fold_ids, lams, machine)
     L = lams.size
     notes: list[list[str]] = [[] for _ in range(L)]
 
@@ -406,8 +465,9 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
                                 f"{max_steps} MM steps were finished by Newton refits")
 
     if not machine.is_multiclass:
-        solution = SpectralCV(K, fold_ids, machine.fit_intercept, device).solve(
-            y, lams, machine.loss, tol=tol, max_steps=max_steps)
+        solution = SpectralCV(K, fold_ids, machine.fit_intercept, device,
+                              factorization).solve(y, lams, machine.loss, tol=tol,
+                                                   max_steps=max_steps)
         note_refits(solution, "")
         decisions = solution.predictions[:, 0, :]
     else:
@@ -418,17 +478,19 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
         shared = [p for p, entry in enumerate(layout) if entry.rows is None]
         if shared:  # one-vs-rest: every machine on all rows, one eigendecomposition
             targets = np.column_stack([layout[p].y for p in shared])
-            solution = SpectralCV(K, fold_ids, machine.fit_intercept, device).solve(
-                targets, lams, machine.loss, tol=tol, max_steps=max_steps)
+            solution = SpectralCV(K, fold_ids, machine.fit_intercept, device,
+                                  factorization).solve(targets, lams, machine.loss,
+                                                       tol=tol, max_steps=max_steps)
             values[:, shared, :] = solution.predictions
             note_refits(solution, "")
         for p, entry in enumerate(layout):
             if entry.rows is None:
                 continue
             others, extra_folds = entry.extra
-            extra = (K[np.ix_(others, entry.rows)], extra_folds) if others.size else None
-            solution = SpectralCV(K[np.ix_(entry.rows, entry.rows)], entry.folds,
-                                  machine.fit_intercept, device).solve(
+            extra = ((_host(_block(K, others, entry.rows)), extra_folds) if others.size
+                     else None)
+            solution = SpectralCV(_block(K, entry.rows, entry.rows), entry.folds,
+                                  machine.fit_intercept, device, factorization).solve(
                 entry.y, lams, machine.loss, extra=extra, tol=tol, max_steps=max_steps)
             values[entry.rows, p, :] = solution.predictions[:, 0, :]
             if extra is not None:
@@ -458,6 +520,19 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
             ev.decisions = values[:, :, k]
         evaluations.append(ev)
     return evaluations
+
+
+def _host(K) -> np.ndarray:
+    """K as a numpy array (a device tensor comes back to the host)."""
+    return K if isinstance(K, np.ndarray) else spectral_torch.to_numpy(K)
+
+
+def _block(K, rows, cols):
+    """``K[rows][:, cols]``, on K's own side (numpy or the device)."""
+    if isinstance(K, np.ndarray):
+        return K[np.ix_(rows, cols)]
+    index_r = spectral_torch.index_on(K, rows)
+    return K[index_r][:, spectral_torch.index_on(K, cols)]
 
 
 def _closed_form_evaluations(K, y, fold_ids, lams, machine) -> list[Evaluation]:

@@ -171,6 +171,11 @@ class CVMethod:
                            "worker(s)", memory_budget)
         return None
 
+    def for_rows(self, n_samples: int, memory_budget=None) -> tuple[CVMethod, list[str]]:
+        """This method with its size-dependent choices made for ``n_samples`` rows, and
+        notes saying what was chosen and why (default: itself, no notes)."""
+        return self, []
+
     def on_device(self, device: str):
         """This method with its dense linear algebra on ``device`` (a name of
         :data:`kernelcv.devices.DEVICES` other than ``"auto"``), or None where it runs in

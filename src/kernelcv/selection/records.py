@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..criteria.scoring import HeldoutScore
+from ..criteria.spectral_torch import device_gram
 from ..exceptions import KernelCVError
 from ..kernels import GramFactory, make_kernel
 from ..machines import Machine
@@ -32,12 +33,16 @@ def parse_order(order):
     return int(order)
 
 
-def gram_for_setting(data, setting: dict, memory_budget=None) -> np.ndarray:
-    """The Gram matrix of ``setting`` on ``data`` (a :class:`GramFactory` or the X matrix)."""
+def gram_for_setting(data, setting: dict, memory_budget=None, device=None):
+    """The Gram matrix of ``setting`` on ``data`` (a :class:`GramFactory` or the X matrix):
+    numpy, or formed on a torch ``device`` (:class:`~kernelcv.devices.Device`) from the
+    shared distances (:func:`~kernelcv.criteria.spectral_torch.device_gram`)."""
     factory = data if isinstance(data, GramFactory) else GramFactory(
         data, memory_budget=memory_budget)
     kernel = make_kernel(setting["kernel"], setting.get("gamma"), setting.get("degree", 3),
                          setting.get("coef0", 1.0))
+    if device is not None and device.is_torch:
+        return device_gram(factory.base_for(kernel), kernel, device)
     return factory.gram(kernel)
 
 

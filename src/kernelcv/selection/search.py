@@ -228,6 +228,8 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
     fold_ids = make_folds(y, method.base_folds(folds, n), machine.is_classifier,
                           random_state)
     budget = execution.memory_budget
+    method, size_notes = method.for_rows(n, budget)
+    device_notes = device_notes + size_notes
     estimate = method.check_memory(X, n, execution.workers, budget)
 
     loss = machine.loss

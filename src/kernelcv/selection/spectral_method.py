@@ -15,9 +15,11 @@ from typing import ClassVar
 
 from .._threads import blas_threads_for
 from ..criteria.result import Criterion, weigh_errors
-from ..criteria.spectral import TOLERANCE, spectral_evaluations
+from ..criteria.ridge_factors import check_factorization
+from ..criteria.spectral import EIGH_ROWS, TOLERANCE, spectral_evaluations
 from ..devices import check_device, resolve_device
-from ..exceptions import KernelCVError
+from ..exceptions import KernelCVError, MemoryBudgetError
+from ..memory import check_dense_budget, format_bytes
 from .methods import CVMethod
 from .records import cv_record, gram_for_setting
 from .warm_starts import WarmStarts
@@ -34,30 +36,88 @@ class Spectral(CVMethod):
     finished by the Newton solver (named in the record's notes). ``huber``: ``"newton"``
     refits the Huber machines (svm, svr) exactly by Newton instead of the MM steps,
     faster on a CPU; ``"mm"`` runs the MM engine for them as well; ``"auto"`` (default):
-    Newton on numpy, MM on a torch device. ``device``: where the eigendecompositions,
-    the MM steps and the fold-out products run (:mod:`kernelcv.devices`; a search takes
-    it from its ``Execution``).
+    Newton on numpy, MM on a torch device. ``device``: where the Gram matrices, the
+    factorizations, the MM steps and the fold-out products run (:mod:`kernelcv.devices`;
+    a search takes it from its ``Execution``). ``factorization``: ``"eigh"`` (one
+    eigendecomposition per kernel serves every lam), ``"cholesky"`` (one Cholesky
+    factorization of ``K + rho I`` per lam: no eigendecomposition, half its memory) or
+    ``"auto"`` (default): eigh up to :data:`~kernelcv.criteria.spectral.EIGH_ROWS` rows
+    where its memory fits, Cholesky above (:meth:`for_rows`; the report's notes say so).
 
     Cost per setting: one Gram matrix, one ``eigh`` (O(n^3); one per pair's rows for
-    one-vs-one) and the MM steps, ``4 n^2`` flops per step and (lam, fold), all lam and
-    folds in one batch of matrix products.
+    one-vs-one) or one Cholesky per lam (``n^3 / 3``), and the MM steps, ``4 n^2`` flops
+    per step and (lam, fold), all lam and folds in one batch of matrix products.
     """
 
     name: ClassVar[str] = "spectral"
     criterion: ClassVar[Criterion] = Criterion.SPECTRAL
-    # K, Q (the eigenvectors) and the divide-and-conquer eigh's workspace (~2 n^2).
-    dense_matrices: ClassVar[float] = 4.5
 
     tol: float = TOLERANCE
     max_steps: int = 3000
     huber: str = "auto"
     device: str = "numpy"
+    factorization: str = "auto"
 
     def __post_init__(self):
         if self.huber not in ("newton", "mm", "auto"):
             raise KernelCVError(f"huber must be 'newton', 'mm' or 'auto', got "
                                 f"{self.huber!r}")
         check_device(self.device)
+        check_factorization(self.factorization)
+
+    @property
+    def dense_matrices(self) -> float:
+        """Dense n x n float64 matrices in host memory at the peak: the distances and K,
+        plus Q and the divide-and-conquer ``eigh``'s workspace (~2 n^2) or one Cholesky
+        factor; on a torch device only the distances (K and its factors live there)."""
+        if self.device != "numpy":
+            return 1.5
+        return 3.0 if self.factorization == "cholesky" else 4.5
+
+    def device_matrices(self) -> float:
+        """Dense n x n matrices on a torch device: K and its eigenvectors with ``eigh``'s
+        workspace, or K and one Cholesky factor."""
+        return 2.5 if self.factorization == "cholesky" else 4.5
+
+    def for_rows(self, n_samples: int, memory_budget=None):
+        """``factorization="auto"`` resolved for ``n_samples`` rows: itself where one
+        eigendecomposition serves (up to ``EIGH_ROWS`` rows, its memory fits the host
+        budget and the GPU's free memory: "auto" then takes eigh), else one Cholesky
+        factorization per lam, with a note saying why; a one-line
+        :class:`~kernelcv.exceptions.MemoryBudgetError` where neither fits."""
+        if self.factorization != "auto":
+            return self, []
+        eigh = replace(self, factorization="eigh")
+        cholesky = replace(self, factorization="cholesky")
+        if n_samples > EIGH_ROWS:
+            why = f"n = {n_samples} is past one eigendecomposition ({EIGH_ROWS} rows)"
+        else:
+            shortfall = eigh._memory_shortfall(n_samples, memory_budget)
+            if shortfall is None:
+                return self, []  # "auto" takes eigh at this size
+            why = shortfall
+        problem = cholesky._memory_shortfall(n_samples, memory_budget)
+        if problem is not None:
+            raise MemoryBudgetError(f"method 'spectral' on {n_samples} samples: {problem} "
+                                    "even with one Cholesky factor per lam; use a random "
+                                    "subsample, or method='rff'")
+        return cholesky, [f"spectral: one Cholesky factorization of K + rho I per (kernel, "
+                          f"lam) instead of one eigendecomposition per kernel: {why}"]
+
+    def _memory_shortfall(self, n_samples: int, memory_budget) -> str | None:
+        """Why this factorization does not fit (host budget or GPU memory), or None."""
+        try:
+            check_dense_budget(n_samples, n_samples, self.dense_matrices, "it",
+                               memory_budget)
+        except MemoryBudgetError:
+            need = n_samples * n_samples * 8 * self.dense_matrices
+            return f"{self.factorization} needs about {format_bytes(need)} of host memory"
+        free = resolve_device(self.device).free_bytes()
+        need = n_samples * n_samples * 8 * self.device_matrices()
+        if free is not None and need > free:
+            return (f"{self.factorization} needs about {format_bytes(need)} on the GPU, "
+                    f"{format_bytes(free)} free")
+        return None
 
     def on_device(self, device: str):
         return replace(self, device=device)
@@ -66,6 +126,8 @@ class Spectral(CVMethod):
         entries = {**super().config_entries(machine), "tol": self.tol}
         if self.device != "numpy":  # only then: earlier checkpoints keep their keys
             entries["device"] = resolve_device(self.device).describe()
+        if self.factorization == "cholesky":
+            entries["factorization"] = "cholesky"
         return entries
 
     def evaluate_lams(self, K, y, fold_ids, lams, machine):
@@ -74,7 +136,8 @@ class Spectral(CVMethod):
         huber = self.huber if self.huber != "auto" else (
             "mm" if device.is_torch else "newton")
         return spectral_evaluations(K, y, fold_ids, lams, machine, tol=self.tol,
-                                    max_steps=self.max_steps, huber=huber, device=device)
+                                    max_steps=self.max_steps, huber=huber, device=device,
+                                    factorization=self.factorization)
 
     def evaluate_setting(self, data, y, fold_ids, setting: dict, lams, *, machine,
                          random_state=None, memory_budget=None,
@@ -82,7 +145,8 @@ class Spectral(CVMethod):
         """Every lam of one kernel setting at once (see the class notes for the cost)."""
         with blas_threads_for(y.shape[0]):
             tic = time.perf_counter()
-            K = gram_for_setting(data, setting, memory_budget)
+            K = gram_for_setting(data, setting, memory_budget,
+                                 device=resolve_device(self.device))
             setup = (time.perf_counter() - tic) / len(lams)
             evaluations = self.evaluate_lams(K, y, fold_ids, lams, machine)
         records = []
