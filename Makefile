@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo architecture bench bench-large bench-gpu bench-torchkm bench-dask bench-spectral bench-select bench-floor bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
+.PHONY: test test-slow demo architecture bench bench-large bench-gpu bench-gpu-large bench-torchkm bench-dask bench-spectral bench-select bench-floor bench-multiclass bench-threads bench-tune bench-hypothetical bench-papers bench-rff bench-rff-large lint imports clean
 
 # torch 2.13.0 (the torch-device tests, kernelcv[gpu]) is torch's CPU build, which this
 # machine image holds on disk (a plain 'torch' would fetch a CUDA build of several GB);
@@ -85,7 +85,11 @@ bench-large: $(STAMP)
 # torchkm importable, e.g. PYTHONPATH=path/to/torchkm).
 bench-gpu: $(STAMP)
 	$(PY) benchmarks/bench_torchkm.py --device cuda --torchkm-python $(or $(TORCHKM_PYTHON),$(PY)) \
-		--sizes 10000,10 20000,1000 --methods spectral --grid-methods spectral
+		--sizes 10000,10 20000,1000 --methods eigh cholesky cholesky:mixed --grid-methods auto
+
+bench-gpu-large: $(STAMP)
+	$(PY) benchmarks/bench_torchkm.py --device cuda --torchkm-python $(or $(TORCHKM_PYTHON),$(PY)) \
+		--sizes 60000,10 --methods cholesky cholesky:mixed --grid-methods none --no-refit
 
 bench-torchkm: $(STAMP)
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) benchmarks/bench_torchkm.py \

@@ -18,8 +18,12 @@ thread:
 Printed per (n, p, seed): seconds, the chosen C (and gamma), CV and test error.
 
 ``--device cuda`` (``make bench-gpu``, issue 38) runs both on the GPU: TorchKM with
-``device="cuda"``, kernelcv's ``spectral`` method with ``Execution(device="cuda")``
-(every --methods entry becomes ``spectral``), all threads.
+``device="cuda"``, kernelcv's ``spectral`` method with ``Execution(device="cuda")``, all
+threads; each --methods entry then reads ``FACTORIZATION[:PRECISION]`` (``auto``,
+``eigh``, ``cholesky``, ``cholesky:mixed``: :class:`kernelcv.selection.Spectral`'s
+``factorization`` and the ``Execution``'s ``precision``). Past ``--peer-limit`` rows
+(TorchKM's eigensolver limit, 32,768) TorchKM only draws the data; ``--no-refit`` skips
+kernelcv's final fit (its test error is then not measured).
 
     python benchmarks/bench_torchkm.py --torchkm-python /tmp/tkm/bin/python \
         --sizes 1000,10 2000,10 5000,10 2000,1000 --seeds 0
@@ -40,13 +44,13 @@ import numpy as np
 from sklearn.model_selection import PredefinedSplit
 
 from kernelcv import KernelSearchCV
-from kernelcv.selection import Execution
+from kernelcv.selection import Execution, Spectral
 
 RUNNER = Path(__file__).with_name("torchkm_runner.py")
 GAMMA_STEPS = range(-7, 8)  # 15 widths around TorchKM's
 
 
-def torchkm(python, n, p, seed, data_file, exact, device="numpy"):
+def torchkm(python, n, p, seed, data_file, exact, device="numpy", data_only=False):
     env = dict(os.environ)
     if device != "cuda":
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
@@ -55,26 +59,30 @@ def torchkm(python, n, p, seed, data_file, exact, device="numpy"):
         command.append("--exact")
     if device == "cuda":
         command.append("--cuda")
+    if data_only:
+        command.append("--data-only")
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         sys.exit(f"TorchKM failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def kernelcv(data, gammas, entry, device="numpy"):
+def kernelcv(data, gammas, entry, device="numpy", refit=True):
     method, _, screen = entry.partition(":")
-    if device != "numpy":
-        method, screen = "spectral", ""
+    precision = "float64"
+    if device != "numpy":  # FACTORIZATION[:PRECISION]
+        method, screen, precision = Spectral(factorization=method), "", screen or precision
     n = len(data["y"])
     Cs = 1.0 / (2.0 * n * data["lams"])
     search = KernelSearchCV("svm", {"gamma": list(gammas), "C": list(Cs)},
                             cv=PredefinedSplit(data["folds"]), screen=screen or "off",
-                            method=None if method == "default" else method,
-                            execution=Execution(device=device))
+                            method=None if method == "default" else method, refit=refit,
+                            execution=Execution(device=device, precision=precision))
     tic = time.perf_counter()
     search.fit(data["X"], data["y"])
     seconds = time.perf_counter() - tic
-    error = float(np.mean(search.predict(data["X_test"]) != data["y_test"]))
+    error = (float(np.mean(search.predict(data["X_test"]) != data["y_test"])) if refit
+             else float("nan"))
     return {"seconds": seconds, "C": search.best_params_["C"],
             "gamma": search.best_params_["gamma"], "cv_error": 1.0 - search.best_score_,
             "test_error": error}
@@ -93,6 +101,10 @@ def main():
     parser.add_argument("--exact", action="store_true", help="TorchKM's is_exact=1")
     parser.add_argument("--device", choices=("numpy", "cuda"), default="numpy",
                         help="cuda: both tools on the GPU (kernelcv: method spectral)")
+    parser.add_argument("--peer-limit", type=int, default=32768,
+                        help="above this n TorchKM only draws the data (its eigh limit)")
+    parser.add_argument("--no-refit", action="store_true",
+                        help="skip kernelcv's final fit (no test error)")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args()
     rows = []
@@ -102,20 +114,25 @@ def main():
             with tempfile.TemporaryDirectory() as tmp:
                 data_file = str(Path(tmp) / "data.npz")
                 peer = torchkm(args.torchkm_python, n, p, seed, data_file, args.exact,
-                               args.device)
+                               args.device, data_only=n > args.peer_limit)
                 data = dict(np.load(data_file))
             gamma = 2.0 * float(data["sig"])
-            results = {"TorchKM 50 C": peer}
+            results = {} if peer["seconds"] is None else {"TorchKM 50 C": peer}
+            refit = not args.no_refit
             for entry in args.methods:
                 results[f"kernelcv {entry}, 50 C"] = kernelcv(data, [gamma], entry,
-                                                              args.device)
+                                                              args.device, refit)
             for entry in args.grid_methods:
                 if entry != "none":
                     results[f"kernelcv {entry}, 15 x 50"] = kernelcv(
-                        data, [gamma * 2.0**k for k in GAMMA_STEPS], entry, args.device)
-            print(f"\nn = {n}, p = {p}, seed {seed}, TorchKM's gamma = {gamma:.4g}")
+                        data, [gamma * 2.0**k for k in GAMMA_STEPS], entry, args.device,
+                        refit)
+            print(f"\nn = {n}, p = {p}, seed {seed}, TorchKM's gamma = {gamma:.4g}"
+                  + (f" (TorchKM refuses n > {args.peer_limit})"
+                     if peer["seconds"] is None else ""))
             for label, r in results.items():
-                ratio = peer["seconds"] / r["seconds"]
+                ratio = (peer["seconds"] / r["seconds"] if peer["seconds"] is not None
+                         else float("nan"))
                 print(f"  {label:>28}: {r['seconds']:8.2f} s ({ratio:6.2f}x)  "
                       f"C {r['C']:.4g}  gamma {r.get('gamma', gamma):.4g}  "
                       f"CV {r['cv_error']:.4f}  test {r['test_error']:.4f}")

@@ -5,11 +5,12 @@ standardized; n / 10 test rows), its kernel width ``sig = sigest(X)``, 10 folds
 (``randperm(n) % 10``) and 50 lambda log-spaced on [1e-3, 1e3], writes them to an .npz
 for kernelcv, then times ``TorchKMSVC`` on them (CPU, one thread) and prints one JSON line.
 
-    python torchkm_runner.py N P SEED OUT.npz [--exact]
+    python torchkm_runner.py N P SEED OUT.npz [--exact] [--cuda] [--data-only]
     python torchkm_runner.py --data IN.npz [--exact]     # X, y (+-1), folds (0..9), X_test, y_test
 
 With ``--data`` the rows, folds and test rows come from the file (TorchKM's own width
-``sigest`` and its 50 lambda are kept) and nothing is written.
+``sigest`` and its 50 lambda are kept) and nothing is written. ``--data-only`` writes the
+data and stops (for n past TorchKM's 32,768-row limit): its line has no seconds.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ def main():
     if sys.argv[1] != "--data":
         np.savez(out, X=X.numpy(), y=y.numpy(), X_test=X_test.numpy(),
                  y_test=y_test.numpy(), folds=folds, sig=sig, lams=lams)
+    if "--data-only" in sys.argv:
+        print(json.dumps({"seconds": None, "sig": sig, "torch": torch.__version__}))
+        return
     model = TorchKMSVC(kernel="rbf", rbf_sigma=sig, Cs=Cs, nC=N_LAMBDA,
                        cv=int(folds.max()) + 1, foldid=folds + 1, device=device,
                        random_state=seed, is_exact=int(exact))

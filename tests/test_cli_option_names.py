@@ -31,6 +31,7 @@ SHARED = {
                      "is the paper's ovo)", ("ovo", "ovr")),
     "--class-weight": ({"cv", "select"}, SAME, ()),
     "--device": ({"cv", "select"}, SAME, ()),
+    "--precision": ({"cv", "select"}, SAME, ()),
     "--sample-weight": ({"cv", "select"}, SAME, ()),
     "--header": ({"cv", "select", "hypothetical", "tune", "predict"}, SAME, ()),
     "--target": ({"cv", "select", "hypothetical", "tune", "predict"}, SAME, ()),

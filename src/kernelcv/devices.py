@@ -9,10 +9,11 @@
 * ``"auto"``: ``"cuda"`` when torch is installed and sees a GPU, else ``"numpy"``.
 
 torch is an optional extra (``pip install 'kernelcv[gpu]'``), imported only when a torch
-device is asked for. Everything runs in float64 on every device: the engine's stopping
-rule (``1e-10`` relative) and the ``eigh`` rounding cut are float64 quantities, so a
-float32 run could not be told apart from a converged one; the report's ``device`` entry
-says which device and dtype ran.
+device is asked for. Everything runs in float64 on every device unless a search asks for
+``precision="mixed"`` (:data:`PRECISIONS`): then the spectral engine runs the MM steps of
+each (kernel, lam) whose ridge systems are well conditioned in float32
+(:func:`kernelcv.criteria.spectral.single_precision_safe`) and the rest in float64; the
+report's ``device`` entry says which device and precision ran.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from .exceptions import KernelCVError
 
 #: The accepted ``device`` names.
 DEVICES = ("numpy", "cpu", "cuda", "auto")
+#: The accepted ``precision`` values: float64 throughout, or float32 where it is safe.
+PRECISIONS = ("float64", "mixed")
 
 _INSTALL = "pip install 'kernelcv[gpu]' (torch)"
 
@@ -30,7 +33,7 @@ _INSTALL = "pip install 'kernelcv[gpu]' (torch)"
 @dataclass(frozen=True)
 class Device:
     """A resolved device: ``name`` ``"numpy"``, ``"cpu"`` or ``"cuda"``; ``card`` the GPU's
-    name (cuda) or None; ``dtype`` always ``"float64"``."""
+    name (cuda) or None; ``dtype`` ``"float64"``, or ``"mixed"`` (float32 where safe)."""
 
     name: str
     card: str | None = None
@@ -56,12 +59,18 @@ class Device:
         """The report's ``device`` entry."""
         return {"name": self.name, "card": self.card, "dtype": self.dtype}
 
+    def with_precision(self, precision: str) -> Device:
+        """This device with ``precision`` (one of :data:`PRECISIONS`) as its dtype."""
+        return Device(self.name, self.card, check_precision(precision))
+
     def describe(self) -> str:
         """One line: ``numpy``, ``torch cpu`` or ``torch cuda (card)``, and the dtype."""
+        dtype = ("float64; float32 MM steps where kappa <= 1e3" if self.dtype == "mixed"
+                 else self.dtype)
         if self.name == "numpy":
-            return f"numpy ({self.dtype})"
+            return f"numpy ({dtype})"
         card = f", {self.card}" if self.card else ""
-        return f"torch {self.name}{card} ({self.dtype})"
+        return f"torch {self.name}{card} ({dtype})"
 
 
 NUMPY = Device("numpy")
@@ -76,6 +85,14 @@ def check_device(device) -> str:
     if not isinstance(device, str) or device not in DEVICES:
         raise KernelCVError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
     return device
+
+
+def check_precision(precision) -> str:
+    """``precision`` if it is one of :data:`PRECISIONS`, else a one-line error."""
+    if precision not in PRECISIONS:
+        raise KernelCVError(f"precision must be one of {', '.join(PRECISIONS)}, got "
+                            f"{precision!r}")
+    return precision
 
 
 def resolve_device(device) -> Device:

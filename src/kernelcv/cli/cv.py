@@ -95,7 +95,8 @@ def run_cv(files, *, machine, lam, kernel="rbf", gamma=None, degree=3, coef0=1.0
         coef0=coef0, folds=folds, method=method, random_state=seed,
         memory_budget=memory_budget, sample_weight=weights)
     summary = result.to_dict()
-    summary["device"] = resolve_device(getattr(method, "device", "numpy")).describe()
+    summary["device"] = resolve_device(getattr(method, "device", "numpy")).with_precision(
+        getattr(method, "precision", "float64")).describe()
     mapping = result.label_mapping
     summary["multiclass"] = None
     if mapping is not None and len(mapping) > 2:
@@ -199,12 +200,15 @@ def _method(args):
     if args.method == BIF.name:
         method = BIF(order=args.order)
     elif args.method == Spectral.name:
-        method = Spectral(device=args.device)
+        method = Spectral(device=args.device, precision=args.precision)
     else:
         method = args.method
     if args.device in ("cpu", "cuda") and args.method != Spectral.name:
         raise KernelCVError(f"--device {args.device} runs --method spectral only (one "
                             f"eigendecomposition per kernel), not {args.method}")
+    if args.precision != "float64" and args.method != Spectral.name:
+        raise KernelCVError(f"--precision {args.precision} runs --method spectral only, "
+                            f"not {args.method}")
     return method
 
 

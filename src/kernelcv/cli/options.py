@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from ..cv import parse_order
-from ..devices import DEVICES
+from ..devices import DEVICES, PRECISIONS
 from ..exceptions import KernelCVError
 from ..memory import parse_bytes
 
@@ -96,13 +96,17 @@ def parse_class_weight(text):
 
 
 def add_device_argument(group):
-    """``--device {numpy,cpu,cuda,auto}``: where the spectral method's linear algebra runs
-    (:mod:`kernelcv.devices`)."""
+    """``--device {numpy,cpu,cuda,auto}``: where the spectral method's linear algebra runs,
+    and ``--precision {float64,mixed}`` (:mod:`kernelcv.devices`)."""
     group.add_argument("--device", choices=DEVICES, default="numpy",
-                       help="where --method spectral runs its eigendecompositions and MM "
-                            "steps: numpy (default), torch's cpu or cuda (pip install "
-                            "'kernelcv[gpu]'), or auto (cuda when torch sees a GPU, else "
-                            "numpy)")
+                       help="where --method spectral runs its Gram matrices, "
+                            "factorizations and MM steps: numpy (default), torch's cpu or "
+                            "cuda (pip install 'kernelcv[gpu]'), or auto (cuda when torch "
+                            "sees a GPU, else numpy)")
+    group.add_argument("--precision", choices=PRECISIONS, default="float64",
+                       help="--method spectral: float64 (default), or mixed: float32 MM "
+                            "steps for each (kernel, lam) whose ridge systems are well "
+                            "conditioned (kappa <= 1e3), float64 for the rest")
 
 
 def add_header_argument(parser):

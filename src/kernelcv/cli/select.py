@@ -319,7 +319,8 @@ def run_command(args, parser):
                                   recheck_degenerate=not args.no_safeguards),
             execution=Execution(n_jobs=args.n_jobs, scheduler=args.scheduler,
                                 checkpoint=args.checkpoint, progress=progress,
-                                memory_budget=args.memory_budget, device=args.device),
+                                memory_budget=args.memory_budget, device=args.device,
+                                precision=args.precision),
             outputs=Outputs(out=args.out, plot=args.plot, plot_exact=args.plot_exact,
                             save_model=args.save_model,
                             argv=getattr(args, "_argv", None)))

@@ -21,6 +21,9 @@ and needs ``f = K alpha + b 1``. Two factorizations serve it:
   ``n^3 / 3`` flops per rho, then ``2 n^2`` per column. Memory: K and L (2 n^2). It needs
   no eigendecomposition, so it runs where ``eigh`` cannot (a GPU eigensolver's size
   limit, or its memory), at one factorization per (kernel, rho).
+
+Both take a ``dtype``: float64 (default), or float32 where the engine judged it safe
+(:func:`~kernelcv.criteria.spectral.single_precision_safe`); every input is cast to it.
 """
 
 from __future__ import annotations
@@ -54,21 +57,25 @@ class EigenFactor:
 
     shared_rho = False
 
-    def __init__(self, K, fit_intercept: bool):
+    def __init__(self, K, fit_intercept: bool, dtype=np.float64):
         n = K.shape[0]
-        eigenvalues, Q = sla.eigh(K, driver="evd", check_finite=False)
+        self.dtype = np.dtype(dtype)
+        eigenvalues, Q = sla.eigh(np.asarray(K, dtype=self.dtype), driver="evd",
+                                  check_finite=False)
         top = float(eigenvalues[-1]) if n else 0.0
-        keep = eigenvalues > n * np.finfo(np.float64).eps * max(top, 0.0)
+        keep = eigenvalues > n * np.finfo(self.dtype).eps * max(top, 0.0)
         # Columns in descending order of eigenvalue; a contiguous copy (BLAS reads it
         # once per step in each direction).
         self.s = np.ascontiguousarray(eigenvalues[keep][::-1])
         self.Q = np.ascontiguousarray(Q[:, keep][:, ::-1])
-        self.u = self.Q.T @ np.ones(n)
+        self.u = self.Q.T @ np.ones(n, dtype=self.dtype)
         self.n = n
         self.fit_intercept = bool(fit_intercept)
 
     def ridge_solve(self, Z, rho):
         """f (n, C) and b (C,) of the system for each column of Z and its ridge ``rho``."""
+        Z = np.asarray(Z, dtype=self.dtype)
+        rho = np.asarray(rho, dtype=self.dtype)
         Z_hat = self.Q.T @ Z
         w = 1.0 / (self.s[:, None] + rho[None, :])
         if self.fit_intercept:
@@ -80,7 +87,7 @@ class EigenFactor:
                 (u * u * w).sum(axis=0) + tail_u / rho)
             Z_hat -= b[None, :] * u
         else:
-            b = np.zeros(Z.shape[1])
+            b = np.zeros(Z.shape[1], dtype=self.dtype)
         Z_hat *= self.s[:, None] * w
         return self.Q @ Z_hat + b[None, :], b
 
@@ -103,9 +110,10 @@ class CholeskyFactor:
 
     shared_rho = True
 
-    def __init__(self, K, rho: float, fit_intercept: bool):
+    def __init__(self, K, rho: float, fit_intercept: bool, dtype=np.float64):
         n = K.shape[0]
-        A = np.array(K, dtype=np.float64, order="F")
+        self.dtype = np.dtype(dtype)
+        A = np.array(K, dtype=self.dtype, order="F")
         A.flat[:: n + 1] += rho
         try:
             self.factor = sla.cho_factor(A, lower=True, overwrite_a=True,
@@ -116,19 +124,21 @@ class CholeskyFactor:
         self.n = n
         self.fit_intercept = bool(fit_intercept)
         if self.fit_intercept:
-            self.a_one = sla.cho_solve(self.factor, np.ones(n), check_finite=False)
-            self.one_a_one = float(self.a_one.sum())
+            self.a_one = sla.cho_solve(self.factor, np.ones(n, dtype=self.dtype),
+                                       check_finite=False)
+            self.one_a_one = float(self.a_one.sum(dtype=np.float64))
 
     def ridge_solve(self, Z, rho):
         """f (n, C) and b (C,) of the system for each column of Z (``rho`` must be this
         factor's ridge in every column)."""
+        Z = np.asarray(Z, dtype=self.dtype)
         A = sla.cho_solve(self.factor, Z, check_finite=False)
         if self.fit_intercept:
-            b = A.sum(axis=0) / self.one_a_one
+            b = (A.sum(axis=0) / self.one_a_one).astype(self.dtype)
             A -= self.a_one[:, None] * b[None, :]
         else:
-            b = np.zeros(Z.shape[1])
-        return Z - self.rho * A, b
+            b = np.zeros(Z.shape[1], dtype=self.dtype)
+        return Z - self.dtype.type(self.rho) * A, b
 
 
 def not_definite(rho: float) -> KernelCVError:

@@ -49,11 +49,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..devices import resolve_device
+from ..devices import check_precision, resolve_device
 from ..exceptions import KernelCVError
 from ..machines.losses import SquareLoss
 from ..machines.multiclass import predict_codes
-from ..machines.solver import central_intercept, fit_kernel_machine
+from ..machines.solver import central_intercept, deepest_band_depth, fit_kernel_machine
 from ..machines.weights import loss_for_rows, weight_bound
 from . import spectral_torch
 from .closed_form import ClosedFormCV
@@ -73,14 +73,36 @@ MAX_STEPS = 3000
 EIGH_ROWS = 32768
 
 
-def choose_factorization(name, n: int) -> str:
+#: ``precision="mixed"`` runs a (kernel, lam) in float32 only where
+#: ``kappa = 1 + s_bound / rho`` is at most this (``s_bound`` the largest row sum of
+#: ``|K|``, a bound on its largest eigenvalue): float32's rounding (eps 1.2e-7) of the
+#: ridge systems then moves the held-out values by ~eps kappa (1e-4) of their scale.
+KAPPA_SINGLE = 1e3
+#: The stopping tolerance of float32 MM steps (their rounding level).
+TOL_SINGLE = 1e-5
+#: A float32 column of a Huber machine with no retained row deeper than this fraction of
+#: a band's width inside it may be the flat-intercept case (an interval of optimal
+#: intercepts), which float32's rounding cannot tell: the Newton solver finishes it.
+FLOAT32_BAND_DEPTH = 0.1
+#: The start of the note of a lam whose MM steps ran in float32.
+FLOAT32_NOTE = "float32 MM steps"
+
+
+def single_precision_safe(s_bound: float, rho) -> np.ndarray:
+    """Whether the ridge systems of ``rho`` (an array) may be solved in float32:
+    ``1 + s_bound / rho <= KAPPA_SINGLE``."""
+    return 1.0 + s_bound / np.asarray(rho, dtype=np.float64) <= KAPPA_SINGLE
+
+
+def choose_factorization(name, n: int, precision="float64") -> str:
     """The factorization of K the engine uses: ``name`` when it is ``"eigh"`` or
     ``"cholesky"``; for ``"auto"``, one eigendecomposition up to :data:`EIGH_ROWS` rows,
-    one Cholesky factorization per lam above."""
+    one Cholesky factorization per lam above, and with ``precision="mixed"`` (where each
+    lam's factor takes its own precision)."""
     name = check_factorization(name)
     if name != "auto":
         return name
-    return "eigh" if n <= EIGH_ROWS else "cholesky"
+    return "eigh" if n <= EIGH_ROWS and precision == "float64" else "cholesky"
 
 
 def max_curvature(loss) -> float:
@@ -109,6 +131,8 @@ class SpectralSolution:
     intercepts : (P, L, t) fold-out intercepts.
     steps : (P, L) the largest number of MM steps a fold of that (problem, lam) took.
     refitted : (P, L) folds finished by the Newton solver.
+    single : (P, L) whether that (problem, lam) ran its steps in float32
+        (``precision="mixed"``), or None (float64 throughout).
     """
 
     predictions: np.ndarray
@@ -116,6 +140,7 @@ class SpectralSolution:
     intercepts: np.ndarray
     steps: np.ndarray
     refitted: np.ndarray
+    single: np.ndarray | None = None
 
 
 class SpectralCV:
@@ -134,9 +159,14 @@ class SpectralCV:
         ``"cholesky"`` (one Cholesky factorization of ``K + rho I`` per lam, no
         eigendecomposition: for n past what ``eigh`` can do) or ``"auto"``
         (:func:`choose_factorization`). See :mod:`.ridge_factors`.
+    precision : ``"float64"`` (default) or ``"mixed"``: the factorization and the MM steps
+        of a lam in float32 where :func:`single_precision_safe` allows (with ``eigh``: of
+        the whole kernel, only when every lam allows), stopped at :data:`TOL_SINGLE`;
+        the held-out values, intercepts and Newton refits stay float64.
     """
 
-    def __init__(self, K, fold_ids, fit_intercept=True, device=None, factorization="eigh"):
+    def __init__(self, K, fold_ids, fit_intercept=True, device=None, factorization="eigh",
+                 precision="float64"):
         self.fold_ids = np.asarray(fold_ids)
         self.fit_intercept = bool(fit_intercept)
         self.n = K.shape[0]
@@ -151,15 +181,33 @@ class SpectralCV:
         else:
             self.K, self.K_device = K, None
             self._nonnegative = bool(K.min() >= 0) if self.n else True
-        self.eigen = None
-        if self.factorization == "eigh":
-            self.eigen = (spectral_torch.TorchEigen(self.K_device, self.fit_intercept)
-                          if self.device.is_torch else EigenFactor(K, self.fit_intercept))
+        self.precision = check_precision(precision)
+        self._eigen: dict = {}  # the eigendecomposition, made when first needed, by dtype
+
+    def _eigen_factor(self, single: bool):
+        """The eigendecomposition of K (float32 with ``single``), made once."""
+        if single not in self._eigen:
+            dtype = np.float32 if single else np.float64
+            self._eigen[single] = (
+                spectral_torch.TorchEigen(self.K_device, self.fit_intercept,
+                                          spectral_torch.torch_dtype(dtype))
+                if self.device.is_torch else EigenFactor(self.K, self.fit_intercept, dtype))
+        return self._eigen[single]
 
     @property
     def rank(self) -> int:
         """Eigenpairs kept (above the rounding level of ``eigh``); n for Cholesky."""
-        return self.n if self.eigen is None else int(self.eigen.s.shape[0])
+        if self.factorization != "eigh":
+            return self.n
+        return int(self._eigen_factor(False).s.shape[0])
+
+    def _spectral_bound(self) -> float:
+        """The largest row sum of ``|K|``, a bound on K's largest eigenvalue. O(n^2)."""
+        if self.K_device is not None:
+            absolute = self.K_device if self._nonnegative else self.K_device.abs()
+            return float(absolute.sum(dim=1).max()) if self.n else 0.0
+        absolute = self.K if self._nonnegative else np.abs(self.K)
+        return float(absolute.sum(axis=1).max()) if self.n else 0.0
 
     def host_block(self, rows, cols) -> np.ndarray:
         """``K[rows][:, cols]`` as a numpy array (from the device where K lives there)."""
@@ -167,17 +215,27 @@ class SpectralCV:
                             cols))
 
     def _factors(self, columns_of_rho):
-        """``(columns, factor)`` pairs that cover every column: the one eigendecomposition
-        for all, or one Cholesky factor per distinct ridge, made one at a time."""
-        if self.eigen is not None:
-            yield np.concatenate(list(columns_of_rho.values())), self.eigen
+        """``(columns, factor, single)`` triples that cover every column: the one
+        eigendecomposition for all, or one Cholesky factor per distinct ridge, made one
+        at a time; ``single``: the factor (and the columns' steps) in float32."""
+        rhos = np.array(list(columns_of_rho))
+        single = np.zeros(rhos.size, dtype=bool)
+        if self.precision == "mixed":
+            single = single_precision_safe(self._spectral_bound(), rhos)
+        if self.factorization == "eigh":
+            together = bool(single.all())
+            yield (np.concatenate(list(columns_of_rho.values())),
+                   self._eigen_factor(together), together)
             return
-        for rho, columns in columns_of_rho.items():
+        for (rho, columns), alone in zip(columns_of_rho.items(), single, strict=True):
+            dtype = np.float32 if alone else np.float64
             if self.device.is_torch:
-                yield columns, spectral_torch.TorchCholesky(self.K_device, rho,
-                                                            self.fit_intercept)
+                yield columns, spectral_torch.TorchCholesky(
+                    self.K_device, rho, self.fit_intercept,
+                    spectral_torch.torch_dtype(dtype)), bool(alone)
             else:
-                yield columns, CholeskyFactor(self.K, rho, self.fit_intercept)
+                yield columns, CholeskyFactor(self.K, rho, self.fit_intercept,
+                                              dtype), bool(alone)
 
     def _iterate(self, factor, F, columns, Y, p_of, held_out, rho_all, loss, M_all, steps,
                  tol, max_steps):
@@ -193,8 +251,8 @@ class SpectralCV:
             F[:, columns] = block
             steps[columns] += counts
             return columns[moving]
-        V = F[:, columns].copy()
-        Fc = F[:, columns].copy()
+        V = F[:, columns].astype(factor.dtype)
+        Fc = V.copy()
         momentum = np.ones(columns.size)
         active = np.arange(columns.size)
         for _ in range(max_steps):
@@ -227,7 +285,7 @@ class SpectralCV:
         """The intercepts of the ridge systems of the numpy columns Z."""
         if self.device.is_torch:
             return spectral_torch.ridge_intercepts(factor, Z, rho)
-        return factor.ridge_solve(Z, rho)[1]
+        return factor.ridge_solve(Z, rho)[1].astype(np.float64)
 
     @staticmethod
     def _centre_flat_intercepts(F, b, Y, p_of, held_out, loss, moving):
@@ -330,7 +388,7 @@ class SpectralCV:
         i_of = np.tile(np.arange(t), P * L)
         m_of = retained[i_of]
         rho_exact = 2.0 * m_of * lams[l_of] / M
-        if self.eigen is None:
+        if self.factorization == "cholesky":
             # One factor per lam: every fold of a lam shares the ridge of the smallest
             # training part, each fold's curvature raised to match (M m / m_min >= M,
             # still a majorizer).
@@ -347,10 +405,13 @@ class SpectralCV:
         F = np.zeros((n, C))
         b = np.zeros(C)
         steps = np.zeros(C, dtype=np.int64)
+        single = np.zeros(C, dtype=bool)
         moving = []
-        for columns, factor in self._factors(columns_of_rho):
+        for columns, factor, alone in self._factors(columns_of_rho):
+            single[columns] = alone
             moving.append(self._iterate(factor, F, columns, Y, p_of, held_out, rho_all,
-                                        loss, M_all, steps, tol, max_steps))
+                                        loss, M_all, steps,
+                                        max(tol, TOL_SINGLE) if alone else tol, max_steps))
             if self.fit_intercept:
                 g, _h = loss.derivatives(Y[:, p_of[columns]], F[:, columns])
                 g[held_out[:, columns]] = 0.0
@@ -376,6 +437,13 @@ class SpectralCV:
             one_class = np.array([np.ptp(Y[~held_out[:, c], p_of[c]]) == 0
                                   for c in range(C)])
             one_class[moving] = False
+            if single.any() and getattr(loss, "knots", None) is not None:
+                # float32 iterates near the flat-intercept case: finished in float64
+                for c in np.flatnonzero(single & ~one_class):
+                    rows = ~held_out[:, c]
+                    if deepest_band_depth(loss, Y[rows, p_of[c]],
+                                          F[rows, c]) <= FLOAT32_BAND_DEPTH:
+                        moving = np.append(moving, c)
         finished = np.concatenate([moving, np.flatnonzero(one_class)])
         for c in finished:
             self._finish_by_newton(c, alpha, b, Y[:, p_of[c]], float(lams[l_of[c]]), loss,
@@ -403,12 +471,14 @@ class SpectralCV:
         return SpectralSolution(
             predictions=predictions, extra_predictions=extra_predictions, intercepts=B,
             steps=steps.reshape(P, L, t).max(axis=2),
-            refitted=refitted.reshape(P, L, t).sum(axis=2))
+            refitted=refitted.reshape(P, L, t).sum(axis=2),
+            single=(single.reshape(P, L, t).all(axis=2) if self.precision == "mixed"
+                    else None))
 
 
 def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
                          max_steps=MAX_STEPS, huber="newton", device=None,
-                         factorization="auto") -> list[Evaluation]:
+                         factorization="auto", precision="float64") -> list[Evaluation]:
     """Exact CV of ``machine`` for every lam of one Gram matrix: one
     :class:`~kernelcv.criteria.evaluate.Evaluation` per lam, in the order of ``lams``.
 
@@ -434,7 +504,9 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
 
     ``factorization`` (:func:`choose_factorization`): ``"eigh"``, ``"cholesky"`` (one
     factorization of ``K + rho I`` per lam; krr and lssvm then take the MM engine too) or
-    ``"auto"`` (eigh up to :data:`EIGH_ROWS` rows).
+    ``"auto"`` (eigh up to :data:`EIGH_ROWS` rows). ``precision="mixed"``: the steps of
+    each lam in float32 where :func:`single_precision_safe` allows (named in that lam's
+    notes), float64 elsewhere; the closed form and the Newton refits stay float64.
 
     Cost: one ``eigh`` per distinct row set (or one Cholesky factorization per lam) plus
     the MM steps (see the module notes).
@@ -443,9 +515,9 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
     lams = np.asarray(lams, dtype=np.float64)
     weighted = machine.weighted
     device = resolve_device(device)
-    factorization = choose_factorization(factorization, K.shape[0])
+    factorization = choose_factorization(factorization, K.shape[0], precision)
     if (isinstance(machine.loss, SquareLoss) and not weighted and not device.is_torch
-            and factorization == "eigh"):
+            and factorization == "eigh" and precision == "float64"):
         return _closed_form_evaluations(_host(K), y, fold_ids, lams, machine)
     if huber not in ("newton", "mm"):
         raise KernelCVError(f"huber must be 'newton' or 'mm', got {huber!r}")
@@ -457,17 +529,21 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
     L = lams.size
     notes: list[list[str]] = [[] for _ in range(L)]
 
+    single = np.zeros(L, dtype=bool)
+
     def note_refits(solution, label):
         for k in range(L):
             refits = int(solution.refitted[:, k].sum())
             if refits:
                 notes[k].append(f"{label}{refits} fold-out problem(s) still moving after "
                                 f"{max_steps} MM steps were finished by Newton refits")
+        if solution.single is not None:
+            single[:] |= solution.single.any(axis=0)
 
     if not machine.is_multiclass:
-        solution = SpectralCV(K, fold_ids, machine.fit_intercept, device,
-                              factorization).solve(y, lams, machine.loss, tol=tol,
-                                                   max_steps=max_steps)
+        engine = SpectralCV(K, fold_ids, machine.fit_intercept, device, factorization,
+                            precision)
+        solution = engine.solve(y, lams, machine.loss, tol=tol, max_steps=max_steps)
         note_refits(solution, "")
         decisions = solution.predictions[:, 0, :]
     else:
@@ -478,9 +554,10 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
         shared = [p for p, entry in enumerate(layout) if entry.rows is None]
         if shared:  # one-vs-rest: every machine on all rows, one eigendecomposition
             targets = np.column_stack([layout[p].y for p in shared])
-            solution = SpectralCV(K, fold_ids, machine.fit_intercept, device,
-                                  factorization).solve(targets, lams, machine.loss,
-                                                       tol=tol, max_steps=max_steps)
+            engine = SpectralCV(K, fold_ids, machine.fit_intercept, device, factorization,
+                                precision)
+            solution = engine.solve(targets, lams, machine.loss, tol=tol,
+                                    max_steps=max_steps)
             values[:, shared, :] = solution.predictions
             note_refits(solution, "")
         for p, entry in enumerate(layout):
@@ -490,13 +567,17 @@ def spectral_evaluations(K, y, fold_ids, lams, machine, *, tol=TOLERANCE,
             extra = ((_host(_block(K, others, entry.rows)), extra_folds) if others.size
                      else None)
             solution = SpectralCV(_block(K, entry.rows, entry.rows), entry.folds,
-                                  machine.fit_intercept, device, factorization).solve(
+                                  machine.fit_intercept, device, factorization,
+                                  precision).solve(
                 entry.y, lams, machine.loss, extra=extra, tol=tol, max_steps=max_steps)
             values[entry.rows, p, :] = solution.predictions[:, 0, :]
             if extra is not None:
                 values[others, p, :] = solution.extra_predictions[:, 0, :]
             note_refits(solution, f"machine {entry.problem.label}: ")
     seconds = (time.perf_counter() - tic) / L
+    for k in np.flatnonzero(single):
+        notes[k].append(f"{FLOAT32_NOTE} (kappa <= {KAPPA_SINGLE:g}: held-out values to "
+                        "~1e-4 of their scale)")
     evaluations = []
     t = int(np.max(fold_ids)) + 1
     for k in range(L):

@@ -48,9 +48,17 @@ def to_device(array, device, dtype=None):
         floating = array.is_floating_point()
     else:
         array = np.asarray(array)
+        if not array.flags.writeable:  # torch warns on read-only buffers
+            array = array.copy()
         floating = array.dtype.kind == "f"
     kind = (dtype or torch.float64) if floating else None
     return torch.as_tensor(array, dtype=kind, device=device.torch_device())
+
+
+def torch_dtype(dtype):
+    """torch's dtype of a numpy float dtype."""
+    torch = _torch()
+    return torch.float32 if np.dtype(dtype) == np.float32 else torch.float64
 
 
 def to_numpy(tensor) -> np.ndarray:
@@ -61,7 +69,7 @@ def to_numpy(tensor) -> np.ndarray:
 
 def index_on(K, rows):
     """An index array on the device of the tensor K."""
-    return _torch().as_tensor(np.asarray(rows), device=K.device)
+    return _torch().as_tensor(np.array(rows), device=K.device)  # a copy: torch writes
 
 
 def device_gram(base, kernel, device):
@@ -83,7 +91,8 @@ def device_gram(base, kernel, device):
 class TorchEigen:
     """``K = Q diag(s) Q'`` on the device (``torch.linalg.eigh``): the ridge systems of
     every rho from one eigendecomposition (:class:`.ridge_factors.EigenFactor`'s
-    formulas and rounding cut).
+    formulas and rounding cut), in K's dtype or ``dtype`` (float32: a single-precision
+    copy of K is factored).
 
     Parameters
     ----------
@@ -93,10 +102,12 @@ class TorchEigen:
 
     shared_rho = False
 
-    def __init__(self, K, fit_intercept: bool):
+    def __init__(self, K, fit_intercept: bool, dtype=None):
         torch = _torch()
         self.torch = torch
         n = K.shape[0]
+        if dtype is not None and dtype != K.dtype:
+            K = K.to(dtype)  # a single-precision copy
         eigenvalues, Q = torch.linalg.eigh(K)
         top = float(eigenvalues[-1]) if n else 0.0
         keep = eigenvalues > n * float(torch.finfo(K.dtype).eps) * max(top, 0.0)
@@ -127,7 +138,8 @@ class TorchEigen:
 class TorchCholesky:
     """``K + rho I = L L'`` on the device for one rho (:class:`.ridge_factors.
     CholeskyFactor`'s formulas). K's diagonal is shifted in place for the factorization
-    and restored exactly, so the device holds K and L only (2 n^2).
+    and restored exactly, so the device holds K and L only (2 n^2); ``dtype`` float32
+    factors a single-precision copy (K, its copy and L: 2 n^2 in float64 units).
 
     Raises
     ------
@@ -137,16 +149,21 @@ class TorchCholesky:
 
     shared_rho = True
 
-    def __init__(self, K, rho: float, fit_intercept: bool):
+    def __init__(self, K, rho: float, fit_intercept: bool, dtype=None):
         torch = _torch()
         self.torch = torch
-        diagonal = K.diagonal()
-        saved = diagonal.clone()
-        diagonal += rho
-        try:
+        if dtype is not None and dtype != K.dtype:
+            K = K.to(dtype)  # a single-precision copy, shifted freely
+            K.diagonal().add_(rho)
             self.L, info = torch.linalg.cholesky_ex(K)
-        finally:
-            diagonal.copy_(saved)
+        else:
+            diagonal = K.diagonal()
+            saved = diagonal.clone()
+            diagonal += rho
+            try:
+                self.L, info = torch.linalg.cholesky_ex(K)
+            finally:
+                diagonal.copy_(saved)
         if int(info) != 0:
             raise not_definite(rho)
         self.rho = float(rho)

@@ -313,6 +313,21 @@ def central_intercept(loss, y, F0, b0):
     return b0 + 0.5 * (float(uppers.min()) + float(lowers.max()))
 
 
+def deepest_band_depth(loss, y, values) -> float:
+    """How far the deepest point lies inside a quadratic band of ``loss`` (the Huber
+    pieces between consecutive pairs of ``loss.knots``), as a fraction of the band's
+    width: 0 where no point is inside a band (the flat-intercept case of
+    :func:`central_intercept`), ``inf`` for a loss without bands. O(n)."""
+    knots = getattr(loss, "knots", None)
+    if knots is None:
+        return float("inf")
+    bands = np.sort(knots(y).reshape(y.shape[0], -1, 2), axis=2)
+    lo, hi = bands[:, :, 0], bands[:, :, 1]
+    value = np.asarray(values, dtype=np.float64)[:, None]
+    depth = np.minimum(value - lo, hi - value) / (hi - lo)
+    return float(max(depth.max(), 0.0)) if depth.size else 0.0
+
+
 def fit_kernel_machine(K, y, lam, loss, fit_intercept=False, alpha0=None, intercept0=0.0,
                        tol=1e-10, max_iter=100, *, strict=False) -> FitResult:
     """Minimise ``(1/n) sum loss(y, K alpha + b) + lam alpha' K alpha`` by primal Newton.

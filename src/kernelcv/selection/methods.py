@@ -176,11 +176,12 @@ class CVMethod:
         notes saying what was chosen and why (default: itself, no notes)."""
         return self, []
 
-    def on_device(self, device: str):
+    def on_device(self, device: str, precision: str = "float64"):
         """This method with its dense linear algebra on ``device`` (a name of
-        :data:`kernelcv.devices.DEVICES` other than ``"auto"``), or None where it runs in
-        numpy only (every method but ``spectral``)."""
-        return self if device == "numpy" else None
+        :data:`kernelcv.devices.DEVICES` other than ``"auto"``) in ``precision`` (of
+        :data:`kernelcv.devices.PRECISIONS`), or None where it runs in numpy's float64
+        only (every method but ``spectral``)."""
+        return self if device == "numpy" and precision == "float64" else None
 
     def config_entries(self, machine: Machine) -> dict:
         """The method's entries of the search configuration (reports, checkpoint key)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..devices import check_device
+from ..devices import check_device, check_precision
 from ..exceptions import KernelCVError
 from ..kernels import KERNELS
 from ..random_features.linear_cv import c_to_lam
@@ -211,7 +211,10 @@ class Execution:
     ``memory_budget``: bytes or e.g. ``"8G"`` (see :mod:`kernelcv.memory`); ``device``:
     where the ``spectral`` method's linear algebra runs, one of
     :data:`kernelcv.devices.DEVICES` (``"numpy"``, torch's ``"cpu"`` or ``"cuda"``, or
-    ``"auto"``: cuda when torch sees a GPU, else numpy).
+    ``"auto"``: cuda when torch sees a GPU, else numpy); ``precision``: ``"float64"``
+    (default) or ``"mixed"``, the ``spectral`` method's MM steps in float32 for each
+    (kernel, lam) whose ridge systems are well conditioned
+    (:func:`kernelcv.criteria.spectral.single_precision_safe`), float64 for the rest.
     """
 
     n_jobs: int | None = 1
@@ -221,9 +224,11 @@ class Execution:
     progress: Callable | None = None
     memory_budget: object = None
     device: str = "numpy"
+    precision: str = "float64"
 
     def __post_init__(self):
         check_device(self.device)
+        check_precision(self.precision)
 
     @property
     def parallel(self) -> bool:

@@ -220,7 +220,7 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         method = replace(method, scoring=method.scoring.bound(machine.is_classifier,
                                                               mapping))
     method = method.bind(machine, space.kernel, random_state)
-    method, device_notes = _place_on_device(method, execution.device)
+    method, device_notes = _place_on_device(method, execution)
     space, derived, grid_entry = space.with_data(X, method)
     n = y.shape[0]
     settings, setting_lams = space.resolve(n, method)
@@ -361,23 +361,29 @@ def run_search(X, y, machine: Machine, method: CVMethod, space: SearchSpace, *, 
         edge_notes=list(edge_texts))
 
 
-def _place_on_device(method: CVMethod, device_name) -> tuple[CVMethod, list[str]]:
-    """``method`` with its linear algebra on the device ``Execution.device`` names, and
-    the note saying where it ran; a torch device (``"cpu"``, ``"cuda"``) for a method
-    that runs in numpy only is refused, ``"auto"`` then stays on numpy."""
-    device = resolve_device(device_name)
-    if not device.is_torch:
+def _place_on_device(method: CVMethod, execution) -> tuple[CVMethod, list[str]]:
+    """``method`` with its linear algebra on the device ``execution.device`` names, in
+    ``execution.precision``, and the note saying where it ran; a torch device (``"cpu"``,
+    ``"cuda"``) or ``precision="mixed"`` for a method that runs in numpy's float64 only is
+    refused, ``"auto"`` then stays on numpy."""
+    device = resolve_device(execution.device)
+    precision = execution.precision
+    if not device.is_torch and precision == "float64":
         return method, []
-    placed = method.on_device(device.name)
-    if placed is None and device_name == "auto":
+    placed = method.on_device(device.name, precision)
+    if placed is None and execution.device == "auto" and precision == "float64":
         return method, [f"device auto: {method.describe()} runs in numpy only; "
                         "method='spectral' runs on the GPU"]
     if placed is None:
-        raise KernelCVError(f"device={device_name!r} runs the spectral method only (one "
-                            f"eigendecomposition per kernel), not {method.describe()}: "
-                            "give method='spectral', or device='numpy'")
-    return placed, [f"device: {device.describe()} ran the eigendecompositions, the MM "
-                    "steps and the fold-out values"]
+        asked = (f"device={execution.device!r}" if device.is_torch
+                 else f"precision={precision!r}")
+        raise KernelCVError(f"{asked} runs the spectral method only (one factorization "
+                            f"per kernel), not {method.describe()}: give "
+                            "method='spectral', or device='numpy' and precision='float64'")
+    if not device.is_torch:
+        return placed, []
+    return placed, [f"device: {device.with_precision(precision).describe()} ran the Gram "
+                    "matrices, the factorizations, the MM steps and the fold-out values"]
 
 
 def warn_edges(result: SearchResult, stacklevel: int = 3) -> None:

@@ -16,8 +16,14 @@ from typing import ClassVar
 from .._threads import blas_threads_for
 from ..criteria.result import Criterion, weigh_errors
 from ..criteria.ridge_factors import check_factorization
-from ..criteria.spectral import EIGH_ROWS, TOLERANCE, spectral_evaluations
-from ..devices import check_device, resolve_device
+from ..criteria.spectral import (
+    EIGH_ROWS,
+    FLOAT32_NOTE,
+    KAPPA_SINGLE,
+    TOLERANCE,
+    spectral_evaluations,
+)
+from ..devices import check_device, check_precision, resolve_device
 from ..exceptions import KernelCVError, MemoryBudgetError
 from ..memory import check_dense_budget, format_bytes
 from .methods import CVMethod
@@ -43,6 +49,11 @@ class Spectral(CVMethod):
     factorization of ``K + rho I`` per lam: no eigendecomposition, half its memory) or
     ``"auto"`` (default): eigh up to :data:`~kernelcv.criteria.spectral.EIGH_ROWS` rows
     where its memory fits, Cholesky above (:meth:`for_rows`; the report's notes say so).
+    ``precision``: ``"float64"`` (default) or ``"mixed"``: the MM steps of each lam in
+    float32 where its ridge systems are well conditioned
+    (:func:`~kernelcv.criteria.spectral.single_precision_safe`; ``"auto"`` then takes
+    Cholesky, whose factor per lam takes its own precision); a search takes it from its
+    ``Execution``.
 
     Cost per setting: one Gram matrix, one ``eigh`` (O(n^3); one per pair's rows for
     one-vs-one) or one Cholesky per lam (``n^3 / 3``), and the MM steps, ``4 n^2`` flops
@@ -57,6 +68,7 @@ class Spectral(CVMethod):
     huber: str = "auto"
     device: str = "numpy"
     factorization: str = "auto"
+    precision: str = "float64"
 
     def __post_init__(self):
         if self.huber not in ("newton", "mm", "auto"):
@@ -64,6 +76,7 @@ class Spectral(CVMethod):
                                 f"{self.huber!r}")
         check_device(self.device)
         check_factorization(self.factorization)
+        check_precision(self.precision)
 
     @property
     def dense_matrices(self) -> float:
@@ -119,13 +132,25 @@ class Spectral(CVMethod):
                     f"{format_bytes(free)} free")
         return None
 
-    def on_device(self, device: str):
-        return replace(self, device=device)
+    def on_device(self, device: str, precision: str = "float64"):
+        return replace(self, device=device, precision=precision)
+
+    def notes(self, candidates, best_index: int, n_samples: int) -> list[str]:
+        """How many candidates ran their MM steps in float32 (``precision="mixed"``)."""
+        if self.precision != "mixed":
+            return []
+        single = sum(any(note.startswith(FLOAT32_NOTE) for note in c.get("notes", []))
+                     for c in candidates)
+        return [f"precision mixed: {single} of {len(candidates)} candidates ran their MM "
+                f"steps in float32 (kappa <= {KAPPA_SINGLE:g}, named in their notes), the "
+                "rest in float64"]
 
     def config_entries(self, machine):
         entries = {**super().config_entries(machine), "tol": self.tol}
-        if self.device != "numpy":  # only then: earlier checkpoints keep their keys
-            entries["device"] = resolve_device(self.device).describe()
+        if self.device != "numpy" or self.precision != "float64":
+            # only then: earlier checkpoints keep their keys
+            entries["device"] = resolve_device(self.device).with_precision(
+                self.precision).describe()
         if self.factorization == "cholesky":
             entries["factorization"] = "cholesky"
         return entries
@@ -137,7 +162,8 @@ class Spectral(CVMethod):
             "mm" if device.is_torch else "newton")
         return spectral_evaluations(K, y, fold_ids, lams, machine, tol=self.tol,
                                     max_steps=self.max_steps, huber=huber, device=device,
-                                    factorization=self.factorization)
+                                    factorization=self.factorization,
+                                    precision=self.precision)
 
     def evaluate_setting(self, data, y, fold_ids, setting: dict, lams, *, machine,
                          random_state=None, memory_budget=None,
