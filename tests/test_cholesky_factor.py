@@ -125,10 +125,14 @@ def test_multiclass_one_vs_one_takes_the_cholesky_path():
         assert b.cv_error == a.cv_error
 
 
-def test_auto_takes_one_eigendecomposition_up_to_the_limit_and_cholesky_above():
-    assert choose_factorization("auto", 2000) == "eigh"
-    assert choose_factorization("auto", EIGH_ROWS) == "eigh"
-    assert choose_factorization("auto", EIGH_ROWS + 1) == "cholesky"
+def test_auto_takes_cholesky_on_a_cpu_and_eigh_on_a_gpu_up_to_the_limit(monkeypatch):
+    from kernelcv.devices import Device
+
+    assert choose_factorization("auto", 2000) == "cholesky"
+    gpu = Device("cuda", card="a test card")
+    assert choose_factorization("auto", EIGH_ROWS, device=gpu) == "eigh"
+    assert choose_factorization("auto", EIGH_ROWS + 1, device=gpu) == "cholesky"
+    assert choose_factorization("auto", 2000, "mixed", device=gpu) == "cholesky"
     assert choose_factorization("eigh", EIGH_ROWS + 1) == "eigh"
     with pytest.raises(KernelCVError, match="factorization must be one of"):
         choose_factorization("qr", 10)
