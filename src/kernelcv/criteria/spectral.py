@@ -20,7 +20,10 @@ eigendecomposition ``K = Q diag(s) Q'`` for every lam and every fold at once (tw
 products per step, BLAS-3, ``O(n r C)`` for C columns and the r eigenpairs kept), or, with
 ``factorization="cholesky"``, from one Cholesky factorization of ``K + rho I`` per lam
 (every fold of a lam then shares the ridge of the smallest training part ``m_min``, its
-curvature raised to ``M m / m_min``, still a majorizer), for n past one ``eigh``. The
+curvature raised to ``M m / m_min``, still a majorizer), for n past one ``eigh``; the lam
+are then solved from the largest down, each (problem, fold) column started from its
+solution at the previous lam (a continuation: the Huber SVM's steps fell by up to 1.7x at
+2,000 rows, the L2-SVM's barely). The
 steps are accelerated (FISTA with O'Donoghue and Candes's gradient restart, per column;
 the MM step is a proximal-gradient step of step ``1 / M`` whose proximal map is the ridge
 solve above), a column leaves the batch once its step changes f by less than ``tol *
@@ -404,7 +407,7 @@ class SpectralCV:
         else:
             rho_all, M_all = rho_exact, np.full(m_of.size, M)
         columns_of_rho: dict[float, np.ndarray] = {}
-        for rho in np.unique(rho_all):
+        for rho in np.unique(rho_all)[::-1]:  # the largest ridge (fewest steps) first
             columns_of_rho[float(rho)] = np.flatnonzero(rho_all == rho)
         C = P * L * t
         held_out = self.fold_ids[:, None] == i_of[None, :]  # (n, C)
@@ -413,8 +416,14 @@ class SpectralCV:
         steps = np.zeros(C, dtype=np.int64)
         single = np.zeros(C, dtype=bool)
         moving = []
+        previous = None
         for columns, factor, alone in self._factors(columns_of_rho):
             single[columns] = alone
+            if previous is not None and previous.size == columns.size:
+                # Cholesky, one lam at a time: start each (problem, fold) column from its
+                # solution at the previous (larger) lam, same order (a continuation)
+                F[:, columns] = F[:, previous]
+            previous = columns
             moving.append(self._iterate(factor, F, columns, Y, p_of, held_out, rho_all,
                                         loss, M_all, steps,
                                         max(tol, TOL_SINGLE) if alone else tol, max_steps))
