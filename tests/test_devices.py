@@ -169,6 +169,22 @@ def test_cuda_equals_numpy():
     expected = SpectralCV(K, folds).solve(y, LAMS, loss)
     got = SpectralCV(K, folds, device="cuda").solve(y, LAMS, loss)
     np.testing.assert_allclose(got.predictions, expected.predictions, atol=1e-8)
+    # one Cholesky per lam, on the device and from a Gram matrix formed there
+    expected = SpectralCV(K, folds, factorization="cholesky").solve(y, LAMS, loss)
+    from kernelcv.criteria.spectral_torch import device_gram
+    from kernelcv.kernels import GramFactory, make_kernel
+
+    kernel = make_kernel("rbf", 0.4, 3, 1.0)
+    on_device = device_gram(GramFactory(X).base_for(kernel), kernel,
+                            resolve_device("cuda"))
+    got = SpectralCV(on_device, folds, device="cuda", factorization="cholesky").solve(
+        y, LAMS, loss)
+    np.testing.assert_allclose(got.predictions, expected.predictions, atol=1e-8)
+    # float32 steps where kappa allows: within their stated accuracy
+    mixed = SpectralCV(on_device, folds, device="cuda", factorization="cholesky",
+                       precision="mixed").solve(y, LAMS, loss)
+    scale = max(1.0, float(np.abs(expected.predictions).max()))
+    assert np.abs(mixed.predictions - expected.predictions).max() <= 5e-3 * scale
 
 
 def test_command_line_device(tmp_path, capsys):
