@@ -466,3 +466,62 @@ def test_the_method_owns_the_step_after_the_grid(binary):
     moved = run_search(X, y, make_machine("l2svm"), LastIsBest(), space, folds=5)
     assert moved.best_index == 3 and moved.refined == [3]
     assert f"moved from {plain.best_index} to 3" in moved.notes
+
+
+def _walked_records(surface, keep=3):
+    from kernelcv.selection.screening import _coarse_start, _walk
+
+    lams = [[float(j) for j in range(surface.shape[1])]] * surface.shape[0]
+    calls = []
+    evaluate = surface_evaluator(surface, calls)
+    records, _ = _walk(lams, evaluate, _coarse_start(lams), keep, 50)
+    return lams, evaluate, records
+
+
+def test_spot_check_finds_a_basin_the_walk_missed_and_walks_on_from_it():
+    from kernelcv.selection.screening import spot_check
+
+    i, j = np.meshgrid(np.arange(21), np.arange(15), indexing="ij")
+    surface = 1.0 + 0.01 * ((i - 3) ** 2 + (j - 7) ** 2)  # a bowl the walk settles in
+    basin = (abs(i - 17) <= 2) & (abs(j - 11) <= 2)  # a better 5 x 5 basin, far from it
+    surface[basin] = 0.5 + 0.05 * ((i - 17) ** 2 + (j - 11) ** 2)[basin]
+    for seed in range(4):
+        lams, evaluate, records = _walked_records(surface)
+        assert min(surface[p] for p in records) > 0.5  # the walk alone missed it
+        rounds, notes = spot_check(records, lams, evaluate, 20, seed=seed)
+        # 20 draws of ~270 hit the basin's 25 points; the walk goes on to its bottom
+        assert rounds >= 1 and min(records, key=lambda p: surface[p]) == (17, 11)
+        assert len(notes) == 1 and notes[0].startswith("screen check warning")
+
+
+def test_spot_check_says_what_was_left_out_when_nothing_better_turns_up():
+    from kernelcv.selection.screening import spot_check
+
+    i, j = np.meshgrid(np.arange(21), np.arange(15), indexing="ij")
+    surface = (i - 13) ** 2 + 0.5 * (j - 7) ** 2
+    lams, evaluate, records = _walked_records(surface)
+    before = len(records)
+    rounds, notes = spot_check(records, lams, evaluate, 6, seed=3)
+    assert rounds == 0 and len(records) == before + 6
+    assert f"{surface.size - before} of {surface.size} candidates were not evaluated" in notes[0]
+    assert "probability 82%" in notes[0]
+    # the same seed draws the same points; none when asked for none
+    again = _walked_records(surface)[2]
+    spot_check(again, lams, evaluate, 6, seed=3)
+    assert set(again) == set(records)
+    assert spot_check(_walked_records(surface)[2], lams, evaluate, 0, seed=3) == (0, [])
+
+
+def test_a_screened_search_reports_its_spot_check(binary):
+    X, y = binary
+    screened = grid_search(X, y, "l2svm", gammas=[2.0**k for k in range(-6, 3)],
+                           lams=[2.0**k / len(y) for k in range(-3, 9)], folds=5,
+                           screen=Screening("coarse"))
+    assert any(note.startswith("screen check") for note in screened.notes)
+    quiet = grid_search(X, y, "l2svm", gammas=[2.0**k for k in range(-6, 3)],
+                        lams=[2.0**k / len(y) for k in range(-3, 9)], folds=5,
+                        screen=Screening("coarse", spot_checks=0))
+    assert not any(note.startswith("screen check") for note in quiet.notes)
+    assert len(quiet.candidates) < len(screened.candidates)
+    with pytest.raises(KernelCVError, match="spot_checks must be an integer >= 0"):
+        Screening("coarse", spot_checks=-1)
