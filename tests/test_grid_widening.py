@@ -206,3 +206,62 @@ def test_default_grid_of_a_pipeline_names_the_estimators_own_parameters():
     ridge = KernelSearchCV(KernelRidge(kernel="rbf"), cv=3).fit(X, y)
     assert set(ridge.best_params_) == {"gamma", "alpha"}
     assert min(ridge.cv_results_["param_alpha"]) >= 2.0**-12 * (1 - 1e-9)
+
+
+def test_the_fold_by_fold_path_widens_a_default_grid_as_the_exhaustive_search():
+    # return_train_score=True runs every candidate fold by fold (scikit-learn's
+    # cross_validate, as GridSearchCV): its default grid is widened as the fast path's
+    X, y = noiseless_regression(seed=5)
+    n = len(y)
+    cv = KFold(4, shuffle=True, random_state=0)
+    widened = KernelSearchCV("krr", cv=cv, method="exact",
+                             return_train_score=True).fit(X, y)
+    gammas = sorted(set(widened.cv_results_["param_gamma"]))
+    full = KernelSearchCV("krr", {"gamma": gammas, "lam": reserve_lams(n) + default_lams(n)},
+                          cv=cv, method="exact", return_train_score=True).fit(X, y)
+    assert len(widened.cv_results_["params"]) > len(gammas) * len(default_lams(n))
+    assert min(widened.cv_results_["param_lam"]) < min(default_lams(n))
+    exhaustive = {(g, lam): (score, train) for g, lam, score, train in zip(
+        full.cv_results_["param_gamma"], full.cv_results_["param_lam"],
+        full.cv_results_["mean_test_score"], full.cv_results_["mean_train_score"],
+        strict=True)}
+    for g, lam, score, train in zip(widened.cv_results_["param_gamma"],
+                                    widened.cv_results_["param_lam"],
+                                    widened.cv_results_["mean_test_score"],
+                                    widened.cv_results_["mean_train_score"], strict=True):
+        assert score == pytest.approx(exhaustive[(g, lam)][0], rel=1e-9)
+        assert train == pytest.approx(exhaustive[(g, lam)][1], rel=1e-9)
+    # each setting's lam values ascending, as the grid lists them
+    for g in gammas:
+        values = [lam for gg, lam in zip(widened.cv_results_["param_gamma"],
+                                         widened.cv_results_["param_lam"], strict=True)
+                  if gg == g]
+        assert values == sorted(values)
+    assert widened.best_params_["lam"] == pytest.approx(full.best_params_["lam"])
+    assert widened.best_params_["gamma"] == pytest.approx(full.best_params_["gamma"])
+    assert widened.best_score_ == pytest.approx(full.best_score_, rel=1e-10)
+    # a user's grid is never widened on this path either
+    grid = {"gamma": gammas[:2], "lam": default_lams(n)}
+    kept = KernelSearchCV("krr", grid, cv=cv, method="exact",
+                          return_train_score=True).fit(X, y)
+    assert len(kept.cv_results_["params"]) == 2 * len(default_lams(n))
+
+
+def test_fold_by_fold_widening_names_a_pipelines_svc_c():
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    X, y = noiseless_regression(n=90, seed=4)
+    labels = np.where(y > np.median(y), 1, 0)
+    # a Pipeline's preprocessing is refitted per fold: method "exact" runs fold by fold
+    search = KernelSearchCV(make_pipeline(StandardScaler(), SVC()), cv=3,
+                            method="exact").fit(X, labels)
+    shown = [p["svc__C"] for p in search.cv_results_["params"]]
+    n_train = len(labels)
+    largest_default = 1.0 / (2.0 * n_train * min(default_lams(n_train)))
+    widened = [c for c in shown if c > largest_default * (1 + 1e-9)]
+    assert widened, "the best lay on the large-C edge: reserve candidates were evaluated"
+    reserve_c = {1.0 / (2.0 * n_train * lam) for lam in reserve_lams(n_train)}
+    assert all(any(c == pytest.approx(r) for r in reserve_c) for c in widened)
+    assert set(search.best_params_) == {"svc__gamma", "svc__C"}

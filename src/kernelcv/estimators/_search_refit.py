@@ -5,7 +5,9 @@ decision values do not define, e.g. ``"f1"``).
 
 Every candidate is cross-validated by scikit-learn's ``cross_validate`` on the search's
 folds, so the scores are exactly ``GridSearchCV``'s on the same folds. Cost: t fits (and
-t preprocessings) per candidate; no Gram matrix is shared.
+t preprocessings) per candidate; no Gram matrix is shared. A default grid is widened
+toward large C as on the fast path (:class:`Reserve`,
+:func:`~kernelcv.selection.after_grid.extension.extend_at_edge`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import cross_validate
 from sklearn.utils import _safe_indexing
+
+from ..selection.after_grid.extension import extend_at_edge
 
 
 def fold_splits(fold_ids):
@@ -51,8 +55,18 @@ class FoldByFold:
     sample_weight: np.ndarray | None = None
 
 
+@dataclass(frozen=True)
+class Reserve:
+    """A default grid's reserve toward large C: ``lams`` below the grid, evaluated while
+    the best candidate lies on its large-C edge; ``shown(params, lam)`` a candidate's
+    parameters as the user sees them (``params`` a candidate of the same setting)."""
+
+    lams: tuple
+    shown: object
+
+
 def refit_search(estimator, params, search_params, prefix, X, y, splits, scorer, *, lams,
-                 options: FoldByFold = FoldByFold()):
+                 options: FoldByFold = FoldByFold(), reserve: Reserve | None = None):
     """Cross-validate each candidate fold by fold; ``(cv_results, best_index)``.
 
     ``estimator``: the searched estimator or Pipeline (unfitted); ``params``: the user's
@@ -62,34 +76,24 @@ def refit_search(estimator, params, search_params, prefix, X, y, splits, scorer,
     ``lams``: each candidate's lam. ``scorer`` is one scorer or a dict of named scorers
     (several metrics: GridSearchCV's ``mean_test_<name>``, ``rank_test_<name>``, ...
     columns, the best by ``options.refit``). The best candidate is the first with the best
-    mean, as in GridSearchCV.
+    mean, as in GridSearchCV. With ``reserve`` (a default grid) the candidates evaluated
+    toward large C join ``params`` / ``search_params`` / ``lams`` (changed in place), each
+    setting's lam values ascending as in the grid.
     """
-    n_jobs, verbose = options.n_jobs, options.verbose
-    error_score, pre_dispatch = options.error_score, options.pre_dispatch
-    return_train_score, refit = options.return_train_score, options.refit
     names = list(scorer) if isinstance(scorer, dict) else ["score"]
-    scores = {name: [] for name in names}
-    train_scores = {name: [] for name in names}
-    fit_times, score_times = [], []
-    for i, candidate in enumerate(search_params):
-        model = clone(estimator).set_params(
-            **{f"{prefix}{key}": value for key, value in candidate.items()})
-        if options.sample_weight is None:
-            out = cross_validate(model, X, y, cv=splits, scoring=scorer, n_jobs=n_jobs,
-                                 error_score=error_score,
-                                 return_train_score=return_train_score,
-                                 pre_dispatch=pre_dispatch, params=options.fit_params)
-        else:
-            out = weighted_cross_validate(model, X, y, splits, scorer, options)
-        for name in names:
-            scores[name].append(np.asarray(out[f"test_{name}"], dtype=np.float64))
-            if return_train_score:
-                train_scores[name].append(np.asarray(out[f"train_{name}"], dtype=np.float64))
-        fit_times.append(out["fit_time"])
-        score_times.append(out["score_time"])
-        if verbose >= 2:
-            print(f"[KernelSearchCV] candidate {i + 1}/{len(params)} {params[i]}: "
-                  f"{np.mean(scores[names[0]][-1]):.4g}", file=sys.stderr)
+    chooser = options.refit if options.refit is not None else names[0]
+    scored = [_score_candidate(estimator, candidate, prefix, X, y, splits, scorer, names,
+                               options, f"{i + 1}/{len(params)} {params[i]}")
+              for i, candidate in enumerate(search_params)]
+    if reserve is not None and reserve.lams:
+        _widen(estimator, params, search_params, lams, scored, prefix, X, y, splits,
+               scorer, names, chooser, options, reserve)
+    return_train_score = options.return_train_score
+    scores = {name: [s["test"][name] for s in scored] for name in names}
+    train_scores = {name: [s["train"][name] for s in scored] for name in names} \
+        if return_train_score else {}
+    fit_times = [s["fit_time"] for s in scored]
+    score_times = [s["score_time"] for s in scored]
     results: dict = {"params": params}
     for name in sorted({key for p in params for key in p}):
         column = np.ma.MaskedArray(np.empty(len(params), dtype=object), mask=True)
@@ -97,7 +101,6 @@ def refit_search(estimator, params, search_params, prefix, X, y, splits, scorer,
             if name in p:
                 column[i] = p[name]
         results[f"param_{name}"] = column
-    chooser = refit if refit is not None else names[0]
     best = None
     for name in names:
         table = np.vstack(scores[name])
@@ -132,6 +135,81 @@ def refit_search(estimator, params, search_params, prefix, X, y, splits, scorer,
     results["status"] = np.array(["exact"] * m, dtype=object)
     results["degenerate"] = np.zeros(m, dtype=bool)
     return results, int(np.argmax(finite))
+
+
+def _score_candidate(estimator, candidate, prefix, X, y, splits, scorer, names, options,
+                     label) -> dict:
+    """One candidate cross-validated fold by fold: its test (and training) scores per
+    metric and its fit and score times."""
+    model = clone(estimator).set_params(
+        **{f"{prefix}{key}": value for key, value in candidate.items()})
+    if options.sample_weight is None:
+        out = cross_validate(model, X, y, cv=splits, scoring=scorer, n_jobs=options.n_jobs,
+                             error_score=options.error_score,
+                             return_train_score=options.return_train_score,
+                             pre_dispatch=options.pre_dispatch, params=options.fit_params)
+    else:
+        out = weighted_cross_validate(model, X, y, splits, scorer, options)
+    scored = {"test": {name: np.asarray(out[f"test_{name}"], dtype=np.float64)
+                       for name in names},
+              "train": {name: np.asarray(out[f"train_{name}"], dtype=np.float64)
+                        for name in names} if options.return_train_score else {},
+              "fit_time": out["fit_time"], "score_time": out["score_time"]}
+    if options.verbose >= 2:
+        print(f"[KernelSearchCV] candidate {label}: "
+              f"{np.mean(scored['test'][names[0]]):.4g}", file=sys.stderr)
+    return scored
+
+
+def _widen(estimator, params, search_params, lams, scored, prefix, X, y, splits, scorer,
+           names, chooser, options, reserve: Reserve) -> None:
+    """Evaluate the reserve toward large C while the best candidate (by ``chooser``'s
+    mean, higher is better) lies on its setting's large-C edge, and put the new candidates
+    among the others (each setting's lam ascending); the lists change in place."""
+    def setting_of(candidate):
+        return tuple(sorted((k, repr(v)) for k, v in candidate.items() if k != "lam"))
+
+    order: dict = {}
+    for i, candidate in enumerate(search_params):
+        order.setdefault(setting_of(candidate), []).append(i)
+    settings = list(order)
+
+    def record(i):
+        mean = float(np.mean(scored[i]["test"][chooser]))
+        return {"lam": float(lams[i]), "score": -mean if np.isfinite(mean) else np.inf,
+                "row": i}
+
+    per_setting = {k: sorted((record(i) for i in order[s]), key=lambda r: r["lam"])
+                   for k, s in enumerate(settings)}
+    setting_lams = [sorted(float(lams[i]) for i in order[s]) for s in settings]
+
+    def evaluate(request):
+        out = {}
+        for k, new_lams in request.items():
+            like = order[settings[k]][0]
+            out[k] = []
+            for lam in new_lams:
+                candidate = {**search_params[like], "lam": float(lam)}
+                params.append(reserve.shown(params[like], float(lam)))
+                search_params.append(candidate)
+                lams.append(float(lam))
+                scored.append(_score_candidate(estimator, candidate, prefix, X, y, splits,
+                                               scorer, names, options,
+                                               f"reserve {params[-1]}"))
+                out[k].append(record(len(scored) - 1))
+        return out
+
+    per_setting, notes = extend_at_edge(per_setting, setting_lams, list(reserve.lams),
+                                        evaluate)
+    if not notes:
+        return
+    if options.verbose:
+        print(f"[KernelSearchCV] {notes[0]}", file=sys.stderr)
+    rows = [r["row"] for k in range(len(settings)) for r in per_setting[k]]
+    params[:], search_params[:], lams[:] = ([params[i] for i in rows],
+                                            [search_params[i] for i in rows],
+                                            [lams[i] for i in rows])
+    scored[:] = [scored[i] for i in rows]
 
 
 def weighted_cross_validate(model, X, y, splits, scorer, options: FoldByFold) -> dict:

@@ -14,6 +14,7 @@ import sys
 import time
 from collections import defaultdict
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
@@ -38,7 +39,7 @@ from ..selection.search import run_search, warn_edges
 from ..selection.spectral_method import Spectral
 from ..validation import explicit_splits, make_folds, partitions, splitter_fold_ids
 from ._base import _resolve_gamma
-from ._search_refit import FoldByFold, fold_splits, refit_search
+from ._search_refit import FoldByFold, Reserve, fold_splits, refit_search
 from ._search_results import cv_results
 from ._search_space import (
     ESTIMATORS,
@@ -444,8 +445,12 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
                 "values only); use method='exact' (fold by fold, as GridSearchCV)")
         if (head is not None and refits or fold_by_fold or self.return_train_score
                 or any_splits):
+            reserve = None if self.param_grid is not None else Reserve(
+                tuple(method.reserve_lams(n)),
+                partial(_shown_at, f"{prefix}{regulariser}", regulariser, n))
             self._fit_fold_by_fold(head, base, prefix, params, search_params, lams, X, y,
-                                   folds, classifier, execution.n_jobs, sample_weight)
+                                   folds, classifier, execution.n_jobs, sample_weight,
+                                   reserve)
         else:
             reserve = [] if self.param_grid is not None else method.reserve_lams(n)
             self._fit_fast(head, base, prefix, params, search_params, lams, X, y, folds,
@@ -477,7 +482,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.best_index_ = int(index)
 
     def _fit_fold_by_fold(self, head, base, prefix, params, search_params, lams, X, y,
-                          folds, classifier, n_jobs, sample_weight=None):
+                          folds, classifier, n_jobs, sample_weight=None, reserve=None):
         estimator = clone(self._searched)
         fit_params = (None if sample_weight is None
                       else {f"{prefix}sample_weight": np.asarray(sample_weight)})
@@ -499,7 +504,7 @@ class KernelSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.cv_results_, self.best_index_ = refit_search(
             estimator, params, search_params, prefix, X, y,
             fold_splits(fold_ids) if splits is None else splits, self.scorer_, lams=lams,
-            options=options)
+            options=options, reserve=reserve)
         self._refit_callable()
         if classifier:
             self.classes_ = np.unique(np.asarray(y))
@@ -737,6 +742,13 @@ def _screen_strategy(screen, n_samples: int, method) -> str:
     if isinstance(method, Spectral | ClosedForm | FeatureSpace):
         return "off"
     return "halving" if n_samples >= 200 else "coarse"
+
+
+def _shown_at(key, regulariser, n_samples, params, lam) -> dict:
+    """A widened candidate's parameters as shown: ``params`` (a candidate of the same
+    kernel setting) with its regularisation ``key`` set to ``lam`` in the estimator's own
+    terms (:func:`lam_as`)."""
+    return {**params, key: lam_as(regulariser, lam, n_samples)}
 
 
 def _add_widened(result, order, keys, params, search_params, lams, prefix="",
