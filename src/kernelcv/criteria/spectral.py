@@ -192,6 +192,7 @@ class SpectralCV:
             self._nonnegative = bool(K.min() >= 0) if self.n else True
         self.precision = check_precision(precision)
         self._eigen: dict = {}  # the eigendecomposition, made when first needed, by dtype
+        self._absolute_sums = None  # each row's |K| sum (_row_sums)
 
     def _eigen_factor(self, single: bool):
         """The eigendecomposition of K (float32 with ``single``), made once."""
@@ -210,13 +211,21 @@ class SpectralCV:
             return self.n
         return int(self._eigen_factor(False).s.shape[0])
 
+    def _row_sums(self) -> np.ndarray:
+        """Each row's ``|K|`` sum, computed once (the float32 bound and the off-fold
+        masses both read it). O(n^2)."""
+        if self._absolute_sums is None:
+            if self.K_device is not None:
+                absolute = self.K_device if self._nonnegative else self.K_device.abs()
+                self._absolute_sums = spectral_torch.to_numpy(absolute.sum(dim=1))
+            else:
+                absolute = self.K if self._nonnegative else np.abs(self.K)
+                self._absolute_sums = absolute.sum(axis=1)
+        return self._absolute_sums
+
     def _spectral_bound(self) -> float:
-        """The largest row sum of ``|K|``, a bound on K's largest eigenvalue. O(n^2)."""
-        if self.K_device is not None:
-            absolute = self.K_device if self._nonnegative else self.K_device.abs()
-            return float(absolute.sum(dim=1).max()) if self.n else 0.0
-        absolute = self.K if self._nonnegative else np.abs(self.K)
-        return float(absolute.sum(axis=1).max()) if self.n else 0.0
+        """The largest row sum of ``|K|``, a bound on K's largest eigenvalue."""
+        return float(self._row_sums().max()) if self.n else 0.0
 
     def host_block(self, rows, cols) -> np.ndarray:
         """``K[rows][:, cols]`` as a numpy array (from the device where K lives there)."""
@@ -313,16 +322,9 @@ class SpectralCV:
 
     def _off_fold_mass(self) -> np.ndarray:
         """Each row's kernel mass off its own fold, ``|K_{j,R}|_1``. O(n^2)."""
-        mass = np.empty(self.n)
-        if self.K_device is not None:
-            absolute = self.K_device if self._nonnegative else self.K_device.abs()
-            totals = spectral_torch.to_numpy(absolute.sum(dim=1))
-            for rows in self.folds:
-                mass[rows] = totals[rows] - np.abs(self.host_block(rows, rows)).sum(axis=1)
-            return mass
-        absolute = self.K if self._nonnegative else np.abs(self.K)
+        mass = self._row_sums().copy()
         for rows in self.folds:
-            mass[rows] = absolute[rows].sum(axis=1) - absolute[np.ix_(rows, rows)].sum(axis=1)
+            mass[rows] -= np.abs(self.host_block(rows, rows)).sum(axis=1)
         return mass
 
     def _prefer_iterate(self, predictions, F, rho_all, finished, P, L, t):
