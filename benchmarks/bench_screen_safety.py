@@ -11,6 +11,10 @@ many runs lie more than one standard error above the whole grid's best (the issu
 none).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_screen_safety.py --splits 0 1
+
+``--full-from FILE ...`` takes the whole grid's runs from earlier ``--json`` files (same
+set, split and machine) instead of rerunning them, to measure a change to the screen
+alone (the whole grid does not depend on it).
 """
 
 from __future__ import annotations
@@ -30,11 +34,13 @@ from kernelcv.selection.screening import Screening  # noqa: E402
 from kernelcv.validation import make_folds  # noqa: E402
 
 
-def run(X, y, machine, seed):
+def run(X, y, machine, seed, full=None):
     folds = make_folds(y, 10, True, seed)
     strategy = "halving" if len(y) >= 200 else "coarse"
-    out = {}
+    out = {} if full is None else {"full": full}
     for label, screen in (("screened", Screening(strategy)), ("full", Screening("off"))):
+        if label in out:
+            continue
         tic = time.perf_counter()
         result = grid_search(X, y, machine, folds=folds, screen=screen, random_state=seed)
         out[label] = {"seconds": time.perf_counter() - tic,
@@ -56,7 +62,11 @@ def main():
     parser.add_argument("--splits", type=int, nargs="+", default=[0])
     parser.add_argument("--machines", nargs="+", default=["svm"])
     parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--full-from", nargs="+", default=[],
+                        help="earlier --json files: their whole-grid runs are reused")
     args = parser.parse_args()
+    earlier = {(r["set"], r["split"], r["machine"]): r["full"]
+               for path in args.full_from for r in json.loads(Path(path).read_text())}
     if not DATASETS.exists():
         sys.exit(f"no shared datasets at {DATASETS}")
     loader = Loader(DATASETS)
@@ -69,7 +79,7 @@ def main():
         for seed in args.splits:
             X, y, _X_test, _y_test = loader.split(name, seed)
             for machine in args.machines:
-                out = run(X, y, machine, seed)
+                out = run(X, y, machine, seed, earlier.get((name, seed, machine)))
                 s, f = out["screened"], out["full"]
                 print(f"{name:>22} split {seed} {machine}: screened {s['evaluated']:3d} "
                       f"cand. {s['seconds']:6.2f} s CV {s['cv_error']:.4f} | full "

@@ -525,3 +525,70 @@ def test_a_screened_search_reports_its_spot_check(binary):
     assert len(quiet.candidates) < len(screened.candidates)
     with pytest.raises(KernelCVError, match="spot_checks must be an integer >= 0"):
         Screening("coarse", spot_checks=-1)
+
+
+class _SurfaceGrid:
+    """A stand-in for :class:`~kernelcv.selection.screening.GridTasks` whose runner scores
+    grid points from a 2-D surface per stage (``"subsample"`` or all rows), recording
+    which points each stage evaluated."""
+
+    def __init__(self, sub_surface, full_surface, n=400):
+        from types import SimpleNamespace
+
+        from kernelcv.selection.screening import GridTasks
+
+        self.surfaces = {"subsample": sub_surface, "screen": full_surface}
+        self.seen = {"subsample": [], "screen": []}
+        rows, cols = full_surface.shape
+        y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+        shared = {"y": y, "fold_ids": np.arange(n) % 5, "memory_budget": None,
+                  "machine": SimpleNamespace(take=lambda rows: None)}
+        method = SimpleNamespace(prepare=lambda X, budget, parallel: None)
+        self.tasks = GridTasks([{"kernel": "linear"}] * rows,
+                               [[float(j) for j in range(cols)]] * rows, shared,
+                               SimpleNamespace(parallel=None),
+                               subsample=(np.zeros((n, 1)), method, True, 0, False))
+        self.tasks.runner = self.runner
+
+    def runner(self, context=None, stage="screen", scale=1.0):
+        surface, seen = self.surfaces[stage], self.seen[stage]
+
+        def evaluate(request):
+            seen.extend((i, int(lam)) for i, lams in request.items() for lam in lams)
+            return {i: [{"lam": lam, "score": float(surface[i, int(lam)])} for lam in lams]
+                    for i, lams in request.items()}
+        return evaluate
+
+
+def test_halving_runs_its_spot_check_on_the_subsample_and_walks_to_a_missed_basin():
+    from kernelcv.selection.screening import HalvingWalk
+
+    i, j = np.meshgrid(np.arange(21), np.arange(15), indexing="ij")
+    surface = 1.0 + 0.01 * ((i - 3) ** 2 + (j - 7) ** 2)
+    basin = (abs(i - 17) <= 2) & (abs(j - 11) <= 2)
+    surface[basin] = 0.5 + 0.05 * ((i - 17) ** 2 + (j - 11) ** 2)[basin]
+    grid = _SurfaceGrid(surface, surface)
+    per_setting, _, notes = HalvingWalk(spot_checks=20).evaluate(grid.tasks)
+    full = [(i, int(r["lam"])) for i, records in per_setting.items() for r in records]
+    assert min(full, key=lambda p: surface[p]) == (17, 11)  # found through the subsample
+    assert sorted(full) == sorted(set(grid.seen["screen"]))  # all-rows points: the walk's
+    assert any(n.startswith("screen check warning on the 100-row subsample") for n in notes), notes
+    # without the check the walk stays in the first bowl
+    quiet = _SurfaceGrid(surface, surface)
+    per_setting, _, notes = HalvingWalk(spot_checks=0).evaluate(quiet.tasks)
+    assert min(surface[i, int(r["lam"])] for i, records in per_setting.items()
+               for r in records) > 0.5
+    assert not any(n.startswith("screen check") for n in notes)
+
+
+def test_halving_spot_check_costs_subsample_points_only():
+    from kernelcv.selection.screening import HalvingWalk
+
+    i, j = np.meshgrid(np.arange(21), np.arange(15), indexing="ij")
+    bowl = (i - 13) ** 2 + 0.5 * (j - 7) ** 2
+    checked, quiet = _SurfaceGrid(bowl, bowl), _SurfaceGrid(bowl, bowl)
+    _, _, notes = HalvingWalk(spot_checks=4).evaluate(checked.tasks)
+    HalvingWalk(spot_checks=0).evaluate(quiet.tasks)
+    assert len(checked.seen["subsample"]) == len(quiet.seen["subsample"]) + 4
+    assert checked.seen["screen"] == quiet.seen["screen"]
+    assert any(n.startswith("screen check on the 100-row subsample: ") for n in notes), notes
