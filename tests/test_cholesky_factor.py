@@ -163,13 +163,14 @@ def test_auto_falls_back_to_cholesky_where_the_eigendecomposition_does_not_fit()
     from kernelcv.exceptions import MemoryBudgetError
     from kernelcv.selection import Execution, Spectral
 
+    # lssvm: "auto" takes the closed form of one eigh where it fits
     X, y = _problem(100, 9, regression=False)
     common = dict(gammas=[0.2, 1.0], lams=[1e-3, 1e-2, 1e-1], folds=4)
-    by_eigh = grid_search(X, y, "l2svm", method=Spectral(factorization="eigh"), **common)
+    by_eigh = grid_search(X, y, "lssvm", method=Spectral(factorization="eigh"), **common)
     assert not any("Cholesky" in note for note in by_eigh.notes)
     # 100 x 100 float64 = 80 kB: eigh needs 4.5 of them, Cholesky 3
     small = Execution(memory_budget=300_000)
-    fallback = grid_search(X, y, "l2svm", method=Spectral(), execution=small, **common)
+    fallback = grid_search(X, y, "lssvm", method=Spectral(), execution=small, **common)
     assert any("one Cholesky factorization of K + rho I per (kernel, lam)" in note
                and "host memory" in note for note in fallback.notes)
     assert fallback.config["factorization"] == "cholesky"
@@ -177,6 +178,35 @@ def test_auto_falls_back_to_cholesky_where_the_eigendecomposition_does_not_fit()
     for a, b in zip(by_eigh.candidates, fallback.candidates, strict=True):
         assert b["cv_error"] == pytest.approx(a["cv_error"], abs=1.5 / len(y))
     with pytest.raises(MemoryBudgetError, match="even with one Cholesky factor per lam"):
+        grid_search(X, y, "lssvm", method=Spectral(),
+                    execution=Execution(memory_budget=200_000), **common)
+
+
+def test_auto_counts_the_memory_of_the_factorization_it_will_use():
+    from kernelcv import grid_search
+    from kernelcv.exceptions import MemoryBudgetError
+    from kernelcv.selection import Execution, Spectral
+
+    def bound(name, **options):
+        return Spectral(**options).bind(make_machine(name), "rbf")
+
+    assert Spectral().dense_matrices == 4.5  # unbound: the larger count
+    assert bound("lssvm").dense_matrices == 4.5  # the closed form's eigh
+    assert bound("krr").dense_matrices == 4.5
+    assert bound("lssvm", precision="mixed").dense_matrices == 3.0  # MM on Cholesky
+    assert bound("l2svm").dense_matrices == 3.0  # "auto" is Cholesky on a CPU
+    assert bound("svm").dense_matrices == 3.0
+    assert bound("l2svm", factorization="eigh").dense_matrices == 4.5
+    # the L2-SVM within 3 but not 4.5 matrices: no fallback note, the same values as eigh
+    X, y = _problem(100, 9, regression=False)
+    common = dict(gammas=[0.2, 1.0], lams=[1e-3, 1e-2, 1e-1], folds=4)
+    by_eigh = grid_search(X, y, "l2svm", method=Spectral(factorization="eigh"), **common)
+    tight = grid_search(X, y, "l2svm", method=Spectral(),
+                        execution=Execution(memory_budget=300_000), **common)
+    assert not any("Cholesky" in note for note in tight.notes)
+    for a, b in zip(by_eigh.candidates, tight.candidates, strict=True):
+        assert b["cv_error"] == pytest.approx(a["cv_error"], abs=1.5 / len(y))
+    with pytest.raises(MemoryBudgetError, match="cholesky needs about .* of host memory"):
         grid_search(X, y, "l2svm", method=Spectral(),
                     execution=Execution(memory_budget=200_000), **common)
 

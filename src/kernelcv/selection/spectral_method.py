@@ -10,7 +10,7 @@ machines (svm, svr) by exact Newton refits unless ``huber="mm"``. The scores are
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from .._threads import blas_threads_for
@@ -25,6 +25,7 @@ from ..criteria.spectral import (
 )
 from ..devices import check_device, check_precision, resolve_device
 from ..exceptions import KernelCVError, MemoryBudgetError
+from ..machines.losses import SquareLoss
 from ..memory import check_dense_budget, format_bytes
 from .methods import CVMethod
 from .records import cv_record, gram_for_setting
@@ -69,6 +70,9 @@ class Spectral(CVMethod):
     device: str = "numpy"
     factorization: str = "auto"
     precision: str = "float64"
+    # Set by :meth:`bind`: whether the bound machine takes the closed form of one eigh
+    # (krr and lssvm without weights); None while unbound (memory counted as eigh's).
+    closed_form: bool | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         if self.huber not in ("newton", "mm", "auto"):
@@ -82,10 +86,23 @@ class Spectral(CVMethod):
     def dense_matrices(self) -> float:
         """Dense n x n float64 matrices in host memory at the peak: the distances and K,
         plus Q and the divide-and-conquer ``eigh``'s workspace (~2 n^2) or one Cholesky
-        factor; on a torch device only the distances (K and its factors live there)."""
+        factor (also the bound of the Newton refits' fold blocks and active factors); on a
+        torch device only the distances (K and its factors live there)."""
         if self.device != "numpy":
             return 1.5
-        return 3.0 if self.factorization == "cholesky" else 4.5
+        return 4.5 if self._takes_eigh_on_host() else 3.0
+
+    def _takes_eigh_on_host(self) -> bool:
+        """Whether this method (on numpy) factors K by ``eigh``: asked for, or ``"auto"``
+        for the closed form of krr / lssvm (or an unbound method: the larger count)."""
+        if self.factorization != "auto":
+            return self.factorization == "eigh"
+        return self.closed_form is not False and self.precision == "float64"
+
+    def bind(self, machine, kernel, random_state=None):
+        """A copy that knows whether ``machine`` takes the closed form (its memory)."""
+        closed = isinstance(machine.loss, SquareLoss) and not machine.weighted
+        return replace(self, closed_form=closed)
 
     def device_matrices(self) -> float:
         """Dense n x n matrices on a torch device: K and its eigenvectors with ``eigh``'s
@@ -100,8 +117,16 @@ class Spectral(CVMethod):
         :class:`~kernelcv.exceptions.MemoryBudgetError` where neither fits."""
         if self.factorization != "auto":
             return self, []
-        eigh = replace(self, factorization="eigh")
         cholesky = replace(self, factorization="cholesky")
+        if self.device == "numpy" and not self._takes_eigh_on_host():
+            # "auto" factors by Cholesky here whatever n: only that needs to fit
+            problem = cholesky._memory_shortfall(n_samples, memory_budget)
+            if problem is not None:
+                raise MemoryBudgetError(f"method 'spectral' on {n_samples} samples: "
+                                        f"{problem}; use a random subsample, or "
+                                        "method='rff'")
+            return self, []
+        eigh = replace(self, factorization="eigh")
         if n_samples > EIGH_ROWS:
             why = f"n = {n_samples} is past one eigendecomposition ({EIGH_ROWS} rows)"
         else:
