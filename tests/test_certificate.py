@@ -370,3 +370,32 @@ def test_a_search_settles_the_multiclass_flag_at_the_first_uncertified_machine(
     assert settled.ill_conditioned == full.ill_conditioned
     if not full.uncertified:  # nothing settled early: the same certificate
         assert settled.certified_error == full.certified_error
+
+
+@pytest.mark.parametrize("classes", [2, 4])
+def test_bif_without_the_certificate_has_the_same_values_and_no_flags(classes):
+    """BIF(certify=False), the halving screen's subsample method: the certificate's
+    enclosures skipped, every value unchanged (binary, and one-vs-one pairs both
+    stacked and one by one)."""
+    from kernelcv import grid_search
+    from kernelcv.selection.screening import Screening
+
+    rng = np.random.default_rng(classes)
+    X = rng.normal(size=(160, 5))
+    y = (np.digitize(X[:, 0] + 0.6 * rng.normal(size=160), [-0.7, 0.0, 0.7]) % classes
+         if classes > 2 else np.where(X[:, 0] + 0.6 * rng.normal(size=160) > 0, 1.0, -1.0))
+    common = dict(gammas=[0.05, 0.5, 5.0], lams=[1e-5, 1e-3, 1e-1], folds=5,
+                  screen=Screening("off"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        flagged = grid_search(X, y, "svm", method=BIF(), **common)
+        plain = grid_search(X, y, "svm", method=BIF().for_subsample(), **common)
+    assert BIF().for_subsample() == BIF(certify=False)
+    assert any(c["uncertified"] for c in flagged.candidates)  # the check could fail
+    assert not any(c["uncertified"] for c in plain.candidates)
+    for a, b in zip(flagged.candidates, plain.candidates, strict=True):
+        assert b["cv_error"] == a["cv_error"]
+    # cross_validate honours it too
+    one = cross_validate(X, y, "svm", gamma=0.5, lam=1e-5, folds=5,
+                         method=BIF(certify=False))
+    assert one.certified_error is None and not one.uncertified

@@ -541,9 +541,10 @@ class _SurfaceGrid:
         self.seen = {"subsample": [], "screen": []}
         rows, cols = full_surface.shape
         y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+        method = SimpleNamespace(prepare=lambda X, budget, parallel: None,
+                                 for_subsample=lambda: "subsample's method")
         shared = {"y": y, "fold_ids": np.arange(n) % 5, "memory_budget": None,
-                  "machine": SimpleNamespace(take=lambda rows: None)}
-        method = SimpleNamespace(prepare=lambda X, budget, parallel: None)
+                  "machine": SimpleNamespace(take=lambda rows: None), "method": method}
         self.tasks = GridTasks([{"kernel": "linear"}] * rows,
                                [[float(j) for j in range(cols)]] * rows, shared,
                                SimpleNamespace(parallel=None),

@@ -174,7 +174,8 @@ class MulticlassCV:
         """Every binary machine at ``lam``; the multiclass held-out error.
 
         ``warm`` is the previous lam's ``Evaluation.fit`` (a list, one fit per machine);
-        ``options`` go to :func:`evaluate_lam` (order, tol, atol). The returned
+        ``options`` go to :func:`evaluate_lam` (order, tol, atol, certify: False skips
+        every enclosure, as :func:`evaluate_lam` does for one machine). The returned
         :class:`Evaluation` has the multiclass ``cv_error`` and ``fold_errors``,
         ``predictions`` the held-out class codes, ``decisions`` the (n, m) held-out values
         of the m machines, ``fit`` the list of full fits, ``degenerate`` when any machine's
@@ -195,7 +196,8 @@ class MulticlassCV:
         degenerate, ratio, fit_seconds = False, np.inf, 0.0
         unconverged = ill_conditioned = uncertified = False
         done = np.zeros(len(self.problems), dtype=bool)
-        certify = method == Criterion.BIF and certifiable(machine)
+        asked = options.pop("certify", True)  # False: no enclosures at all
+        certify = method == Criterion.BIF and certifiable(machine) and asked
         lower = np.full(decisions.shape, np.nan)
         upper = np.full(decisions.shape, np.nan)
         stacked_fits = None
@@ -212,7 +214,7 @@ class MulticlassCV:
                                              [part["rows"] for part in self._parts],
                                              [part["y"] for part in self._parts])
             fit_tic = time.perf_counter()
-            found = self._stacked.evaluate(lam, machine, method, warm)
+            found = self._stacked.evaluate(lam, machine, method, warm, certify=certify)
             fit_seconds += time.perf_counter() - fit_tic
             stacked_fits = found.fits
             done = ~found.fallback
@@ -243,7 +245,7 @@ class MulticlassCV:
             ev = evaluate_lam(self._pair_block(part), part["y"], part["folds"], lam,
                               machine.problem_machine(problem), method,
                               closed=part.get("closed"), warm=start, extra=extra,
-                              certify=not settled, **options)
+                              certify=asked and not settled, **options)
             rows = slice(None) if part["rows"] is None else part["rows"]
             decisions[rows, p] = ev.predictions
             if extra is not None:

@@ -142,12 +142,13 @@ class StackedPairs:
                                  0.0).max(axis=1)
         self.diag = np.diagonal(K).copy()  # k(x, x) of every point (the enclosures)
 
-    def evaluate(self, lam, machine, method="bif", warm=None):
+    def evaluate(self, lam, machine, method="bif", warm=None, certify=True):
         """Held-out values of every pair at every point, and the pair fits.
 
         ``method="bif"``: order inf; ``"exact"``: refit CV (each (pair, fold) problem
         refitted by the batched solver, warm-started from its order-inf step as
-        :func:`kernelcv.criteria.exact.refit_predictions` does).
+        :func:`kernelcv.criteria.exact.refit_predictions` does). ``certify=False`` skips
+        the BIF values' enclosures (no ``uncertified`` flags, bounds None).
 
         Returns
         -------
@@ -188,7 +189,7 @@ class StackedPairs:
                     fallback[p] = True
                 else:
                     ill[p] = checked
-            if certifiable(machine):
+            if certify and certifiable(machine):
                 uncertified, lower, upper = self._uncertified(
                     stack, weights, betas, values, lam, machine, fallback, notes)
         else:

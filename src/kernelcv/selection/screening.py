@@ -573,7 +573,8 @@ class HalvingWalk(CoarseWalk):
                                      factor=factor, pairwise=pairwise)
             if rows is None or rows.size in tried:
                 break
-            context = {**shared, "y": y[rows], "fold_ids": fold_ids[rows],
+            context = {**shared, "method": shared["method"].for_subsample(),
+                       "y": y[rows], "fold_ids": fold_ids[rows],
                        "machine": shared["machine"].take(rows),
                        "data": method.prepare(X[rows], shared["memory_budget"],
                                               grid.execution.parallel),
