@@ -265,16 +265,17 @@ def test_halving_walks_on_all_rows_from_the_subsample_ranking():
     assert any("subsample of" in note for note in halved.notes)
     # full-data values only: the subsample's are not candidates
     assert_subset_of_full_grid(full, halved)
-    # the all-rows walk ends with its 3 best points local minima of the evaluated grid in
-    # their 3 x 3 blocks, diagonal neighbours included (a ridge of SVMs along gamma C
-    # runs diagonally: with axis neighbours only, 3,000-row make_classification chose
-    # CV 0.0797 where the full grid has 0.0743)
+    # the all-rows walk ends with its 3 best points local minima of the evaluated grid
+    # along both axes, and the best one in its 3 x 3 block, diagonal neighbours included
+    # (a ridge of SVMs along gamma C runs diagonally: with axis neighbours only, 3,000-row
+    # make_classification chose CV 0.0797 where the full grid has 0.0743)
     at = {(gammas.index(c["gamma"]), lams.index(c["lam"])): c["score"]
           for c in halved.candidates}
-    for i, j in sorted(at, key=lambda p: (at[p], p))[:3]:
+    for rank, (i, j) in enumerate(sorted(at, key=lambda p: (at[p], p))[:3]):
         for a in (i - 1, i, i + 1):
             for b in (j - 1, j, j + 1):
-                if 0 <= a < len(gammas) and 0 <= b < len(lams):
+                if (0 <= a < len(gammas) and 0 <= b < len(lams)
+                        and (rank == 0 or a == i or b == j)):
                     assert (a, b) in at
 
 
@@ -593,3 +594,36 @@ def test_halving_spot_check_costs_subsample_points_only():
     assert len(checked.seen["subsample"]) == len(quiet.seen["subsample"]) + 4
     assert checked.seen["screen"] == quiet.seen["screen"]
     assert any(n.startswith("screen check on the 100-row subsample: ") for n in notes), notes
+
+
+def test_plus_best_box_walk_follows_a_diagonal_ridge_the_axis_walk_stops_on():
+    """FULL_WALK_SHAPE (session 29): axis neighbours for the kept points, the 3 x 3 block
+    for the best one. On a valley along the diagonal (SVMs of equal quality along gamma C)
+    the axis walk stops part way; this one reaches the bottom, with fewer evaluations
+    than the blocks on a bowl."""
+    from kernelcv.selection.screening import FULL_WALK_SHAPE
+
+    assert FULL_WALK_SHAPE == "plus_best_box"
+    i, j = np.meshgrid(np.arange(21), np.arange(15), indexing="ij")
+    lams = [[float(k) for k in range(15)]] * 21
+    # a narrow valley along i = j, falling toward (12, 12); off it the surface rises fast
+    valley = 10.0 * np.abs(i - j) + 0.1 * (i - 12) ** 2
+    start = {(3, 3)}
+    found, counts = {}, {}
+    for shape in ("plus", "plus_best_box", "box"):
+        per_setting, _ = screen_walk(lams, surface_evaluator(valley, []), start, keep=3,
+                                     shape=shape)
+        points = {(a, int(r["lam"])) for a, records in per_setting.items() for r in records}
+        found[shape] = min(points, key=lambda p: valley[p])
+        if shape == "plus_best_box":  # the best point is a minimum of its 3 x 3 block
+            a, b = found[shape]
+            assert all((c, d) in points for c in (a - 1, a, a + 1) for d in (b - 1, b, b + 1)
+                       if 0 <= c < 21 and 0 <= d < 15)
+    assert found["plus"] != (12, 12)  # the axis walk stopped on the ridge
+    assert found["plus_best_box"] == found["box"] == (12, 12)
+    bowl = (i - 13) ** 2 + 0.5 * (j - 7) ** 2
+    for shape in ("plus_best_box", "box"):
+        per_setting, _ = screen_walk(lams, surface_evaluator(bowl, []), {(10, 3), (4, 12)},
+                                     keep=3, shape=shape)
+        counts[shape] = sum(len(records) for records in per_setting.values())
+    assert counts["plus_best_box"] < counts["box"]
