@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics.pairwise import rbf_kernel
 
+from kernelcv import grid_search
 from kernelcv.criteria.evaluate import evaluate_lam
 from kernelcv.criteria.ridge_factors import CholeskyFactor, EigenFactor
 from kernelcv.criteria.spectral import (
@@ -19,8 +20,9 @@ from kernelcv.criteria.spectral import (
     choose_factorization,
     spectral_evaluations,
 )
-from kernelcv.exceptions import KernelCVError
+from kernelcv.exceptions import KernelCVError, MemoryBudgetError
 from kernelcv.machines import make_machine
+from kernelcv.selection import Execution, Spectral
 
 MACHINES = ("l2svm", "svm", "svr", "lssvm", "krr")
 
@@ -158,35 +160,40 @@ def test_torch_cholesky_equals_numpy_cholesky():
     assert np.array_equal(got.steps, expected.steps)
 
 
-def test_auto_falls_back_to_cholesky_where_the_eigendecomposition_does_not_fit():
-    from kernelcv import grid_search
-    from kernelcv.exceptions import MemoryBudgetError
-    from kernelcv.selection import Execution, Spectral
-
-    # lssvm: "auto" takes the closed form of one eigh where it fits
+def _searched_under_budgets(machine):
+    """A 100-row problem (100 x 100 float64 = 80 kB: eigh needs 4.5 of them, Cholesky 3)
+    searched with eigh, and ``under(budget)``: the same search with ``Spectral()``
+    ("auto") under a host memory budget in bytes."""
     X, y = _problem(100, 9, regression=False)
     common = dict(gammas=[0.2, 1.0], lams=[1e-3, 1e-2, 1e-1], folds=4)
-    by_eigh = grid_search(X, y, "lssvm", method=Spectral(factorization="eigh"), **common)
+    by_eigh = grid_search(X, y, machine, method=Spectral(factorization="eigh"), **common)
+
+    def under(budget):
+        return grid_search(X, y, machine, method=Spectral(),
+                           execution=Execution(memory_budget=budget), **common)
+    return by_eigh, under
+
+
+def _same_cv_errors(a, b):
+    for x, z in zip(a.candidates, b.candidates, strict=True):
+        assert z["cv_error"] == pytest.approx(x["cv_error"], abs=1.5 / a.n_samples)
+
+
+def test_auto_falls_back_to_cholesky_where_the_eigendecomposition_does_not_fit():
+    # lssvm: "auto" takes the closed form of one eigh where it fits
+    by_eigh, under = _searched_under_budgets("lssvm")
     assert not any("Cholesky" in note for note in by_eigh.notes)
-    # 100 x 100 float64 = 80 kB: eigh needs 4.5 of them, Cholesky 3
-    small = Execution(memory_budget=300_000)
-    fallback = grid_search(X, y, "lssvm", method=Spectral(), execution=small, **common)
+    fallback = under(300_000)
     assert any("one Cholesky factorization of K + rho I per (kernel, lam)" in note
                and "host memory" in note for note in fallback.notes)
     assert fallback.config["factorization"] == "cholesky"
     assert fallback.best_params == by_eigh.best_params
-    for a, b in zip(by_eigh.candidates, fallback.candidates, strict=True):
-        assert b["cv_error"] == pytest.approx(a["cv_error"], abs=1.5 / len(y))
+    _same_cv_errors(by_eigh, fallback)
     with pytest.raises(MemoryBudgetError, match="even with one Cholesky factor per lam"):
-        grid_search(X, y, "lssvm", method=Spectral(),
-                    execution=Execution(memory_budget=200_000), **common)
+        under(200_000)
 
 
 def test_auto_counts_the_memory_of_the_factorization_it_will_use():
-    from kernelcv import grid_search
-    from kernelcv.exceptions import MemoryBudgetError
-    from kernelcv.selection import Execution, Spectral
-
     def bound(name, **options):
         return Spectral(**options).bind(make_machine(name), "rbf")
 
@@ -198,17 +205,12 @@ def test_auto_counts_the_memory_of_the_factorization_it_will_use():
     assert bound("svm").dense_matrices == 3.0
     assert bound("l2svm", factorization="eigh").dense_matrices == 4.5
     # the L2-SVM within 3 but not 4.5 matrices: no fallback note, the same values as eigh
-    X, y = _problem(100, 9, regression=False)
-    common = dict(gammas=[0.2, 1.0], lams=[1e-3, 1e-2, 1e-1], folds=4)
-    by_eigh = grid_search(X, y, "l2svm", method=Spectral(factorization="eigh"), **common)
-    tight = grid_search(X, y, "l2svm", method=Spectral(),
-                        execution=Execution(memory_budget=300_000), **common)
+    by_eigh, under = _searched_under_budgets("l2svm")
+    tight = under(300_000)
     assert not any("Cholesky" in note for note in tight.notes)
-    for a, b in zip(by_eigh.candidates, tight.candidates, strict=True):
-        assert b["cv_error"] == pytest.approx(a["cv_error"], abs=1.5 / len(y))
+    _same_cv_errors(by_eigh, tight)
     with pytest.raises(MemoryBudgetError, match="cholesky needs about .* of host memory"):
-        grid_search(X, y, "l2svm", method=Spectral(),
-                    execution=Execution(memory_budget=200_000), **common)
+        under(200_000)
 
 
 def test_the_gram_matrix_formed_on_the_device_equals_numpys():
