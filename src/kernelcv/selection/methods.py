@@ -38,7 +38,7 @@ from ..criteria.multiclass import MulticlassCV
 from ..criteria.result import Criterion, weigh_errors
 from ..criteria.scoring import HeldoutScore
 from ..exceptions import KernelCVError
-from ..kernels import GramFactory
+from ..kernels import GramFactory, kept_grams_within
 from ..machines import Machine
 from ..memory import check_dense_budget
 from ..validation import make_folds
@@ -243,8 +243,14 @@ class CVMethod:
         return None
 
     def prepare(self, X, memory_budget=None, parallel: bool = False):
-        """The data shared by every task: a :class:`GramFactory` (or X for workers)."""
-        return X if parallel else GramFactory(X, memory_budget=memory_budget)
+        """The data shared by every task: a :class:`GramFactory` (or X for workers) that
+        keeps the latest Gram matrices the budget leaves room for beside a task's
+        :attr:`dense_matrices` (:func:`~kernelcv.kernels.kept_grams_within`)."""
+        if parallel:
+            return X
+        n = X.shape[0]
+        return GramFactory(X, memory_budget=memory_budget, kept_grams=kept_grams_within(
+            n, n, self.dense_matrices, memory_budget))
 
     def evaluate_setting(self, data, y, fold_ids, setting: dict, lams, *, machine: Machine,
                          random_state=None, memory_budget=None,
