@@ -533,8 +533,10 @@ class _SurfaceGrid:
     grid points from a 2-D surface per stage (``"subsample"`` or all rows), recording
     which points each stage evaluated."""
 
-    def __init__(self, sub_surface, full_surface, n=400):
+    def __init__(self, sub_surface, full_surface, n=400, spread=0.0):
         from types import SimpleNamespace
+
+        self.spread = spread  # fold values score + spread * (-2, -1, 0, 1, 2)
 
         from kernelcv.selection.screening import GridTasks
 
@@ -557,8 +559,10 @@ class _SurfaceGrid:
 
         def evaluate(request):
             seen.extend((i, int(lam)) for i, lams in request.items() for lam in lams)
-            return {i: [{"lam": lam, "score": float(surface[i, int(lam)])} for lam in lams]
-                    for i, lams in request.items()}
+            return {i: [{"lam": lam, "score": float(surface[i, int(lam)]),
+                         "fold_errors": list(float(surface[i, int(lam)])
+                                             + self.spread * np.arange(-2.0, 3.0))}
+                        for lam in lams] for i, lams in request.items()}
         return evaluate
 
 
@@ -627,3 +631,55 @@ def test_plus_best_box_walk_follows_a_diagonal_ridge_the_axis_walk_stops_on():
                                      keep=3, shape=shape)
         counts[shape] = sum(len(records) for records in per_setting.values())
     assert counts["plus_best_box"] < counts["box"]
+
+
+def test_challengers_are_other_local_minima_within_one_standard_error():
+    from kernelcv.selection.screening import challengers, standard_error
+
+    def record(score, spread=0.01):
+        return {"score": score, "fold_errors": list(score + spread * np.arange(-2.0, 3.0))}
+
+    records = {(1, 4): record(0.080), (1, 5): record(0.083), (0, 7): record(0.084),
+               (0, 6): record(0.090), (3, 1): record(0.086), (3, 2): record(0.091),
+               (6, 6): record(0.087), (6, 5): record(0.0865), (5, 0): record(0.200)}
+    se = standard_error(records[(1, 4)])
+    assert se == pytest.approx(0.01 * np.sqrt(2.5) / np.sqrt(5))
+    kept = [(1, 4), (1, 5)]
+    # (0, 7) and (3, 1) are local minima outside the kept blocks within 0.080 + se;
+    # (6, 6) is beaten by its neighbour (6, 5), which is 0.0865 <= 0.0871: taken instead
+    assert challengers(records, kept) == [(0, 7), (3, 1), (6, 5)]
+    assert challengers(records, kept, limit=1) == [(0, 7)]
+    # with tight folds nothing is within reach of the best
+    tight = {p: record(r["score"], spread=0.0001) for p, r in records.items()}
+    assert challengers(tight, kept) == []
+    # a point beside a kept one belongs to its basin
+    assert (0, 5) not in challengers({**records, (0, 5): record(0.0805)}, kept)
+    # a plateau point (one class predicted) is never a challenger
+    plateau = {**records, (0, 7): {**record(0.084), "plateau_loss": 1.0}}
+    assert (0, 7) not in challengers(plateau, kept)
+
+
+def test_halving_evaluates_a_small_grid_whole_on_the_subsample_and_starts_other_basins():
+    """Session 30: an 8 x 8 grid is evaluated whole on the subsample (the coarse start sees
+    C indices 4 and 7 only), and a second basin within a standard error of the best is
+    started on all rows too, where it is the better one."""
+    from kernelcv.selection.screening import HalvingWalk
+
+    i, j = np.meshgrid(np.arange(8), np.arange(8), indexing="ij")
+    first = 0.080 + 0.004 * ((i - 1) ** 2 + (j - 5) ** 2)
+    second = 0.085 + 0.004 * ((i - 4) ** 2 + (j - 1) ** 2)
+    sub = np.minimum(first, second)
+    full = np.minimum(first, second - 0.015)  # on all rows the second basin wins
+    grid = _SurfaceGrid(sub, full, spread=0.01)
+    per_setting, _, notes = HalvingWalk(spot_checks=0).evaluate(grid.tasks)
+    assert len(set(grid.seen["subsample"])) == 64
+    evaluated = {(a, int(r["lam"])) for a, records in per_setting.items() for r in records}
+    assert min(evaluated, key=lambda p: full[p]) == (4, 1)
+    assert any("evaluated whole on a subsample" in n and "1 other local minimum" in n
+               for n in notes), notes
+    # with folds that agree closely the subsample ranks the basins apart: no challenger,
+    # and the walk stays in the first basin
+    tight = _SurfaceGrid(sub, full, spread=0.0001)
+    per_setting, _, _ = HalvingWalk(spot_checks=0).evaluate(tight.tasks)
+    evaluated = {(a, int(r["lam"])) for a, records in per_setting.items() for r in records}
+    assert (4, 1) not in evaluated
