@@ -19,10 +19,14 @@ Strategy ``"halving"`` (for n of a few thousand, where every full-data fit is co
    n/4 rows (n/3 or n/2 when n/4 would leave fewer than 10 rows per fold; the same folds
    restricted to it, of equal size) with lam scaled by n/m, so that
    ``C = 1/(2 n lam)`` is the same as on the full data (as HalvingGridSearchCV keeps C);
-   its factorisations cost about 1/64 of a full-data fit's;
+   its factorisations cost about 1/64 of a full-data fit's; a grid of at most
+   :data:`SUBSAMPLE_WHOLE_GRID_MAX` candidates is evaluated whole there instead;
 2. evaluate the ``keep`` best subsample points and their axis neighbours
-   (:data:`FULL_WALK_SHAPE`) on the full data, then walk as in step 3 of ``"coarse"``
-   with axis neighbours, ending with the best point a minimum of its 3 x 3 block.
+   (:data:`FULL_WALK_SHAPE`) on the full data, with those of up to :data:`MAX_CHALLENGERS`
+   other local minima of the subsample within one standard error of its best
+   (:func:`challengers`: basins the subsample cannot rank apart), then walk as in step 3
+   of ``"coarse"`` with axis neighbours, ending with the best point a minimum of its
+   3 x 3 block.
    Only full-data evaluations are candidates; the subsample only chooses where to start.
    A subsample on which every point predicts one class (imbalanced data: the minority
    is too rare per fold) shows nothing: the walk is redone on an n/2 subsample, then
@@ -387,8 +391,8 @@ def halving_start(setting_lams: list[list[float]], evaluate_subsample: Callable,
                   keep: int = 3, shape: str = "box",
                   left_out=frozenset()) -> set[tuple[int, int]] | None:
     """Strategy ``"halving"``, step 1: walk the grid coarse to fine on the subsample and
-    return the ``shape`` neighbourhoods of its ``keep`` best points (the start of the
-    full-data walk); None when every point of the walk predicts one class only (the walk
+    return the ``shape`` neighbourhoods of its ``keep`` best points and of their
+    :func:`challengers` (the start of the full-data walk); None when every point of the walk predicts one class only (the walk
     then stops after its coarse start if that is all one class: its refinement would be
     blind; w8a-2000 split 1, 670 rows: all 24 points of the coarse start of session 17).
 
