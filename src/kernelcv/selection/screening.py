@@ -19,8 +19,9 @@ Strategy ``"halving"`` (for n of a few thousand, where every full-data fit is co
    n/4 rows (n/3 or n/2 when n/4 would leave fewer than 10 rows per fold; the same folds
    restricted to it, of equal size) with lam scaled by n/m, so that
    ``C = 1/(2 n lam)`` is the same as on the full data (as HalvingGridSearchCV keeps C);
-   its factorisations cost about 1/64 of a full-data fit's; a grid of at most
-   :data:`SUBSAMPLE_WHOLE_GRID_MAX` candidates is evaluated whole there instead;
+   its factorisations cost about 1/64 of a full-data fit's; a grid whose whole costs at
+   most :data:`SUBSAMPLE_WHOLE_GRID_COST` all-rows candidates there is evaluated whole
+   instead (a user's 8 x 8 grid on an n/4 subsample);
 2. evaluate the ``keep`` best subsample points and their axis neighbours
    (:data:`FULL_WALK_SHAPE`) on the full data, with those of up to :data:`MAX_CHALLENGERS`
    other local minima of the subsample within one standard error of its best
@@ -140,13 +141,14 @@ LEAVE_OUT_MOST_REGULARISED = True
 FULL_WALK_SHAPE = "plus_best_box"
 
 
-# Session 30: a grid of at most this many candidates is evaluated whole on the halving
-# subsample (its coarse start has blind spots on a short lam axis: on the 8 x 8 grid it
-# starts at C = 64 and 4096 only, and the 560-row subsample of the 2,250-row
-# make_classification, split 2, never saw C <= 4, where the whole grid's best lies). At a
-# quarter of the rows a candidate costs a sixteenth to a sixty-fourth of an all-rows one,
-# so 64 of them cost about what 1-4 all-rows candidates do.
-SUBSAMPLE_WHOLE_GRID_MAX = 100
+# Session 30: the grid is evaluated whole on the halving subsample where that costs at
+# most this many all-rows candidates, counted at O(n^2) per candidate (grid size times
+# (m/n)^2): the 8 x 8 grid on an n/4 subsample (4), not on an n/2 one (16; digits with 10
+# folds, whose smallest one-vs-one pair needs it: 17.5 -> 23.0 s). The coarse start has
+# blind spots on a short lam axis: on the 8 x 8 grid it starts at C = 64 and 4096 only,
+# and the 560-row subsample of the 2,250-row make_classification, split 2, never saw
+# C <= 4, where the whole grid's best lies.
+SUBSAMPLE_WHOLE_GRID_COST = 8.0
 # Session 30: besides its `keep` best points, the all-rows walk of "halving" starts from
 # up to this many other basins of the subsample's surface: local minima of its evaluated
 # points within one standard error (of the best point's fold values) of the best, outside
@@ -392,9 +394,10 @@ def halving_start(setting_lams: list[list[float]], evaluate_subsample: Callable,
                   left_out=frozenset()) -> set[tuple[int, int]] | None:
     """Strategy ``"halving"``, step 1: walk the grid coarse to fine on the subsample and
     return the ``shape`` neighbourhoods of its ``keep`` best points and of their
-    :func:`challengers` (the start of the full-data walk); None when every point of the walk predicts one class only (the walk
-    then stops after its coarse start if that is all one class: its refinement would be
-    blind; w8a-2000 split 1, 670 rows: all 24 points of the coarse start of session 17).
+    :func:`challengers` (the start of the full-data walk); None when every point of the
+    walk predicts one class only (the walk then stops after its coarse start if that is
+    all one class: its refinement would be blind; w8a-2000 split 1, 670 rows: all 24
+    points of the coarse start of session 17).
 
     ``evaluate_subsample`` has the signature of ``evaluate`` in :func:`walk` and takes the
     full grid's lam values (it scales them itself); ``left_out`` as in
@@ -672,7 +675,7 @@ class HalvingWalk(CoarseWalk):
                        "warm_starts": WarmStarts()}
             on_subsample = grid.runner(context, "subsample", y.shape[0] / rows.size)
             left_out = degenerate_settings(settings, X[rows])
-            if grid.size <= SUBSAMPLE_WHOLE_GRID_MAX:
+            if grid.size * (rows.size / y.shape[0]) ** 2 <= SUBSAMPLE_WHOLE_GRID_COST:
                 sub_records = _whole_subsample(setting_lams, on_subsample, left_out)
                 walked = f"evaluated whole on a subsample of {rows.size} rows"
             else:
