@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.datasets import make_classification
 
 from kernelcv import BIF, Execution, FeatureSpace, Safeguards, grid_search, make_machine
@@ -683,3 +685,50 @@ def test_halving_evaluates_a_small_grid_whole_on_the_subsample_and_starts_other_
     per_setting, _, _ = HalvingWalk(spot_checks=0).evaluate(tight.tasks)
     evaluated = {(a, int(r["lam"])) for a, records in per_setting.items() for r in records}
     assert (4, 1) not in evaluated
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), density=st.floats(0.2, 1.0),
+       spread=st.floats(0.0, 0.05), limit=st.integers(0, 4))
+def test_challengers_invariants_on_random_surfaces(seed, density, spread, limit):
+    """On random partly evaluated surfaces every challenger is within one standard error
+    of the best, a local minimum of the evaluated points of its 3 x 3 block, outside the
+    kept points' blocks and the earlier challengers', predicts both classes, and there
+    are at most ``limit``; a skipped qualifying point would have been blocked by one."""
+    from kernelcv.selection.screening import _rank_key, challengers, standard_error
+
+    rng = np.random.default_rng(seed)
+    rows, cols = rng.integers(2, 9), rng.integers(2, 9)
+    records = {}
+    for i in range(rows):
+        for j in range(cols):
+            if rng.random() < density:
+                score = float(rng.uniform(0.05, 0.2))
+                records[(i, j)] = {"score": score,
+                                   "fold_errors": list(score + spread * rng.normal(size=5)),
+                                   "plateau_loss": 1.0 if rng.random() < 0.1 else None}
+    if not records:
+        return
+    ranked = sorted(records, key=lambda p: _rank_key(records, p))
+    kept = ranked[:3]
+    found = challengers(records, kept, limit=limit)
+    threshold = records[kept[0]]["score"] + standard_error(records[kept[0]])
+    assert len(found) <= limit
+    blocked = {(i + a, j + b) for i, j in kept for a in (-1, 0, 1) for b in (-1, 0, 1)}
+    for point in found:
+        assert point not in kept and point not in blocked
+        assert records[point]["score"] <= threshold
+        assert records[point].get("plateau_loss") is None
+        i, j = point
+        assert all(_rank_key(records, point) <= _rank_key(records, (i + a, j + b))
+                   for a in (-1, 0, 1) for b in (-1, 0, 1) if (i + a, j + b) in records)
+        blocked |= {(i + a, j + b) for a in (-1, 0, 1) for b in (-1, 0, 1)}
+    if len(found) < limit:  # nothing that qualifies was left out
+        for point in records:
+            i, j = point
+            qualifies = (point not in blocked and records[point]["score"] <= threshold
+                         and records[point].get("plateau_loss") is None
+                         and all(_rank_key(records, point) <= _rank_key(records, (i + a, j + b))
+                                 for a in (-1, 0, 1) for b in (-1, 0, 1)
+                                 if (i + a, j + b) in records))
+            assert not qualifies, point
