@@ -457,8 +457,7 @@ def challengers(records, kept, limit: int = MAX_CHALLENGERS) -> list[tuple[int, 
     if not kept:
         return []
     threshold = records[kept[0]]["score"] + standard_error(records[kept[0]])
-    taken = set(kept)
-    covered = _blocks(taken)
+    covered = _blocks(kept)
     out = []
     for point in sorted(records, key=lambda p: _rank_key(records, p)):
         if len(out) >= limit or records[point]["score"] > threshold:
