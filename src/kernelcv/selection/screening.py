@@ -430,13 +430,20 @@ def _whole_subsample(setting_lams, evaluate_subsample, left_out) -> dict:
     return records
 
 
-def _start_from(records, setting_lams, keep, shape) -> set[tuple[int, int]] | None:
-    """The ``shape`` neighbourhoods of the ``keep`` best subsample points and of their
+def _start_points(records, keep):
+    """``(best, others)``: the ``keep`` best subsample points and their
     :func:`challengers`, or None when the best all predict one class only."""
     best = sorted(records, key=lambda p: _rank_key(records, p))[:keep]
     if all(records[p].get("plateau_loss") is not None for p in best):
         return None  # the subsample shows nothing but the majority class
-    return _neighbourhoods(best + challengers(records, best), setting_lams, shape)
+    return best, challengers(records, best)
+
+
+def _start_from(records, setting_lams, keep, shape) -> set[tuple[int, int]] | None:
+    """The ``shape`` neighbourhoods of :func:`_start_points`, or None where it is."""
+    points = _start_points(records, keep)
+    return None if points is None else _neighbourhoods(points[0] + points[1],
+                                                       setting_lams, shape)
 
 
 def standard_error(record) -> float:
@@ -681,21 +688,22 @@ class HalvingWalk(CoarseWalk):
                 sub_records = _subsample_walk(setting_lams, on_subsample, self.keep,
                                               left_out)
                 walked = f"walked coarse to fine on a subsample of {rows.size} rows"
-            start = _start_from(sub_records, setting_lams, self.keep, FULL_WALK_SHAPE)
-            if start is not None:
+            points = _start_points(sub_records, self.keep)
+            if points is not None:
                 # The spot check runs where the start was chosen: a basin the coarse
                 # start missed shows on the subsample at a tenth of a full-data point's
                 # cost (see the module notes).
                 _, check = spot_check(sub_records, setting_lams, on_subsample,
                                       self.spot_checks, random_state, self.keep, "box",
                                       left_out, where=f"the {rows.size}-row subsample")
-                start = _start_from(sub_records, setting_lams, self.keep, FULL_WALK_SHAPE)
+                points = _start_points(sub_records, self.keep)
             grid.done = 0
-            if start is not None:
+            if points is not None:
+                best, others = points
+                start = _neighbourhoods(best + others, setting_lams, FULL_WALK_SHAPE)
                 records, rounds = _walk(setting_lams, evaluate, start, self.keep, 50,
                                         FULL_WALK_SHAPE)
-                best = sorted(sub_records, key=lambda p: _rank_key(sub_records, p))[:self.keep]
-                more = len(challengers(sub_records, best))
+                more = len(others)
                 return _per_setting(records), rounds, [_plateau_note(tried)] * bool(tried) + [
                     f"halving: the grid {walked} (lam scaled by "
                     f"{y.shape[0] / rows.size:.3g}, the same C), the walk started from its "
