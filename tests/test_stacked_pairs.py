@@ -146,7 +146,7 @@ def test_pairs_the_stack_cannot_take_go_through_the_one_problem_path(monkeypatch
         pair.targets(codes), fit.decision)[1] > 0)) for pair, fit in zip(
         binary_problems(codes, 4, "ovo"), one.fit, strict=True))
     assert counts[0] < counts[-1]
-    monkeypatch.setattr(stacked_pairs, "STACKED_MAX_ACTIVE", counts[0])
+    monkeypatch.setattr(stacked_pairs, "max_stacked_active", lambda t: counts[0])
     ours = evaluate(K, codes, folds, spec, 1e-3, "bif", True, order="inf")
     assert calls and calls[0].any() and not calls[0].all()  # some pairs fell back
     assert np.allclose(ours.decisions, one.decisions, rtol=0, atol=1e-7)

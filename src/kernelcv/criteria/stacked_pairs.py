@@ -26,14 +26,14 @@ computes the same numbers for all pairs together:
 
 A pair the stacked path cannot finish exactly as the one-problem path would (a fit that
 needs jitter or does not converge, a fold system that is not numerically positive
-definite, more than :data:`STACKED_MAX_ACTIVE` active points, or a rounding error
+definite, more than :func:`max_stacked_active` active points, or a rounding error
 above tolerance, which the one-problem path reports in a note) is listed in
 ``fallback`` and evaluated by the one-problem path instead, so the results, notes and
 flags are that path's in every case. Tested against it and against refit CV.
 
 Cost per candidate: the batched fit (``P a^3`` per Newton iteration), ``sum_g P_g t a_g^3
 / 3`` for the fold systems (a_g the largest active set of size group g, at most
-``STACKED_MAX_ACTIVE``) and ``O(P n m t)`` for the held-out values (m the largest pair), in
+:func:`max_stacked_active`) and ``O(P n m t)`` for the held-out values (m the largest pair), in
 a fixed number of numpy calls and one ``dpotrs`` call per (pair, fold) system.
 Memory: the pairs' Gram blocks, (P, m, m) and (P, n, m) floats, once per kernel.
 """
@@ -53,9 +53,17 @@ from .evaluate import _rounding_check, certifiable
 from .result import Criterion, heldout_losses
 from .truncation import TOLERANCE, within_tolerance
 
-# Pairs with more active points at the fit use the one-problem order-inf step (its shared
-# factorisation beats t stacked solves of this size).
-STACKED_MAX_ACTIVE = 64
+# Pairs whose fit has more active points than max_stacked_active(t) use the one-problem
+# order-inf step. The stack factors every fold's system (t a^3 / 3 flops for a active
+# points), the one-problem step one shared factorisation for all folds ((2/3 + 1/(2t)) a^3,
+# FoldOutSolver) after ~2 ms of Python per pair. The cap keeps t a^3 at that of 64 active
+# points with 10 folds (the first bound, 64 at any t, stays the floor): 80 at t = 5.
+# Session 31: digits' 8 x 8 grid with 5 folds evaluates its n/4 subsample whole, pairs of
+# ~67 rows, and at gamma >= 1 every row is active, so 39 of the 45 pairs of 24 candidates
+# fell back (999 one-problem evaluations, 2.2 s): the search took 6.9 s with the bound 64,
+# 5.3-5.8 s with 80 or more, the same choice; 10 folds (the CLI's default grid, glass,
+# vowel, digits) were 15-25 % slower with 128 than with 64, hence the scaling with t.
+STACKED_FOLD_CUBES = 10 * 64**3
 # Refit problems are stacked in chunks of at most this many Gram values (8 bytes each).
 REFIT_CHUNK_FLOATS = 4_000_000
 
@@ -99,6 +107,13 @@ def row_nanmedian(Q):
     rows = np.arange(Q.shape[0])
     low, high = ordered[rows, (counts - 1) // 2], ordered[rows, counts // 2]
     return np.where(counts % 2 == 1, high, (low + high) / 2)
+
+
+def max_stacked_active(t: int) -> int:
+    """The most active points a pair's fit may have for the stacked order-inf step with
+    ``t`` folds: ``(STACKED_FOLD_CUBES / t)^(1/3)``, never below 64, the first bound
+    (64 from t = 10, 80 at t = 5, 109 at t = 2)."""
+    return max(64, int(np.cbrt(STACKED_FOLD_CUBES / max(t, 1)) + 1e-9))
 
 
 class StackedPairs:
@@ -173,7 +188,7 @@ class StackedPairs:
         g, h = loss.derivatives(self.y, stack.decision)
         g, h = g * self.valid, h * self.valid
         active = h > 0
-        large = active.sum(axis=1) > STACKED_MAX_ACTIVE
+        large = active.sum(axis=1) > max_stacked_active(self.t)
         if method == Criterion.BIF:
             fallback |= large
         weights, betas, solved = self._fold_steps(g, h, active, lam, intercept,
