@@ -35,6 +35,11 @@ Cholesky factor of the full active system and its triangular inverse (Schur comp
 :class:`FoldOutSolver`), else one Cholesky factorisation per fold. Its held-out values
 are formed directly from the step's coefficients, not as ``F + Delta``, so they keep
 their relative precision for narrow kernels (where finite orders are rounding noise).
+Its products with K read only the rows they need
+(:mod:`kernelcv.machines.gram_products`): the right-hand sides on A need K's block on A
+and on the rows where ``g != 0``, the held-out values the rows where the step's
+coefficients are non-zero (the support vectors and A), so a candidate with few support
+vectors never reads all of K.
 
 Extra points (``extra=(K_extra, extra_fold_ids)``, m points off the sample, e.g. the other
 classes of a one-vs-one pair): every term is a function in the span of the kernel
@@ -54,6 +59,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..machines.gram_products import kernel_times, rows_times
 from ..machines.solver import Factorisation, cholesky_with_jitter
 from .certificate import fold_out_enclosure
 from .fold_out import (  # re-exported: kernelcv.criteria.bif is their historical home
@@ -185,7 +191,7 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     def newton():
         weights, betas = newton_step_weights(K, g, h, lam, n, fold_ids, eps, sizes,
                                              machine.fit_intercept)
-        sums = K @ weights
+        sums = kernel_times(K, weights)
         predictions = fit.intercept + (betas[fold_ids] - sums[np.arange(n), fold_ids]) / (
             2 * lam)
         out = (predictions, "inf")
@@ -384,8 +390,9 @@ def newton_step_weights(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept):
     ``K_AA + m D`` at the most common retained size m and its triangular inverse, from
     which each fold's block is eliminated (Schur complement); a fold of another retained
     size is factored on its own. Cost ``O(|A|^3)`` once (``2 |A|^3 / 3``) plus
-    ``O(t |A|^2)`` per right-hand side and ``O(n^2)`` for the predictions, against t
-    Cholesky factorisations of about ``|A|`` rows for a direct per-fold solve.
+    ``O(t |A|^2)`` per right-hand side, against t Cholesky factorisations of about
+    ``|A|`` rows for a direct per-fold solve; the right-hand sides cost ``O(|A| |R| t)``
+    (R the rows where ``g != 0``).
 
     Returns
     -------
@@ -394,8 +401,11 @@ def newton_step_weights(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept):
     betas : (t,) the step's intercept is ``b + beta_i / (2 lam)``.
     """
     t = sizes.shape[0]
-    Z = -_kernel_times_dg(K, g, fold_ids, sizes) * eps[None, :]
     active = np.flatnonzero(h > 0)
+    # only the active rows of z are used: K's block on them and on g's non-zero rows
+    Z = np.zeros((fold_ids.shape[0], t))
+    if active.size:
+        Z[active] = -rows_times(K, active, _fold_gradients(g, fold_ids, sizes)) * eps[None, :]
     retained_active = active.size - np.bincount(fold_ids[active], minlength=t)
     solver = None
     if active.size and shared_factorisation_pays(active.size, retained_active, n - sizes):
@@ -424,6 +434,12 @@ def newton_step_weights(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept):
     return weights, betas
 
 
+def _fold_gradients(g, fold_ids, sizes):
+    """(n, t) matrix whose column i is ``d_i * g = -g / n + g 1[S_i] / l_i``."""
+    member = fold_ids[:, None] == np.arange(sizes.shape[0])[None, :]
+    return (np.where(member, 1.0 / sizes[None, :], 0.0) - 1.0 / fold_ids.shape[0]) * g[:, None]
+
+
 def _retained_gradient_weights(g, fold_ids, sizes):
     """(n, t) matrix whose column i is ``g / n_i`` off fold i and 0 on it."""
     member = fold_ids[:, None] == np.arange(sizes.shape[0])[None, :]
@@ -435,10 +451,12 @@ def _fold_out_predictions(K, weights, betas, fold_ids, b, lam):
     """``b + (beta_i - K_{j R} w_R) / (2 lam)`` for each j in fold i, all folds at once.
 
     Column i of ``weights`` is zero on fold i, so the product ``K W`` adds exact zeros
-    for the held-out block instead of subtracting it. Cost: one ``n x n x t`` product.
+    for the held-out block instead of subtracting it. Cost: ``n |R| t`` for the product
+    with the rows R of K where ``weights`` is non-zero
+    (:func:`kernelcv.machines.gram_products.kernel_times`).
     """
     n = fold_ids.shape[0]
-    sums = (K @ weights)[np.arange(n), fold_ids]
+    sums = kernel_times(K, weights)[np.arange(n), fold_ids]
     return b + (betas[fold_ids] - sums) / (2 * lam)
 
 

@@ -54,16 +54,19 @@ an exact root, which a bisected midpoint is not, and one refit value fell 7e-7 o
 of held-out labels not fixed by it, or the MSE's largest change); a value whose bound
 exceeds :data:`kernelcv.criteria.truncation.TOLERANCE` is flagged *uncertified*.
 
-Cost per candidate: one ``n x n x t`` product (``K G``), ``O(n)`` per row whose sign the
-first bound leaves open, the fold functions ``K C`` (the order-inf step already forms
-it) and ``O(n t)`` per bisection step of the intercept interval (two steps where the
-approximate intercept is a root, else 20 more, vectorised over the folds and both ends).
+Cost per candidate: one ``n x n x t`` product (``K G``, reading only the rows of K where
+G is non-zero: :mod:`kernelcv.machines.gram_products`), ``O(n t)`` per row whose sign the
+first bound leaves open (those rows of K only, unless they are many), the fold functions
+``K C`` (the order-inf step already forms it) and ``O(n t)`` per bisection step of the
+intercept interval (two steps where the approximate intercept is a root, else 20 more,
+vectorised over the folds and both ends).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..machines.gram_products import GATHER_MAX_SHARE, kernel_times
 from ..machines.weights import weight_bound
 from .truncation import TOLERANCE
 
@@ -111,15 +114,16 @@ def fold_out_enclosure(K, y, fold_ids, lam, loss, fit_intercept, coef, intercept
     radius : (t,) ``r`` of each fold, the RKHS distance bound of the function part.
     extra_lower, extra_upper : (m,) the extra points' bounds; returned only with ``extra``.
 
-    Cost: ``O(n^2 t)`` for ``K G`` (and ``K C`` if not given), ``O(n)`` per row whose sign
-    the first bound leaves open, ``O(n t)`` per bisection step.
+    Cost: ``O(n |R| t)`` for ``K G`` (and ``K C`` if not given), R the rows where they
+    are non-zero (all n when more than a third are), ``O(n t)`` per row whose sign the
+    first bound leaves open, ``O(n t)`` per bisection step.
     """
     n = y.shape[0]
     t = coef.shape[1]
     sizes = np.bincount(fold_ids, minlength=t)
     retained = fold_ids[:, None] != np.arange(t)[None, :]
     m = (n - sizes).astype(np.float64)
-    F = K @ coef if fold_functions is None else fold_functions
+    F = kernel_times(K, coef) if fold_functions is None else fold_functions
     Y = y[:, None]
     with np.errstate(over="ignore", invalid="ignore"):
         if fit_intercept:
@@ -131,7 +135,7 @@ def fold_out_enclosure(K, y, fold_ids, lam, loss, fit_intercept, coef, intercept
         derivative = loss.derivatives(Y, F + middle[None, :])[0]
         share = np.where(retained, derivative, 0.0) / m[None, :]
         G = 2.0 * lam * coef + share
-        squared = np.einsum("at,at->t", G, K @ G)
+        squared = np.einsum("at,at->t", G, kernel_times(K, G))
         u = np.finfo(np.float64).eps
         top_k = float(np.max(np.abs(np.diag(K)))) if n else 0.0
         # rounding of G's terms (||K||_2 <= n max_j K_jj for a positive semi-definite K)
@@ -170,12 +174,12 @@ def fold_out_enclosure(K, y, fold_ids, lam, loss, fit_intercept, coef, intercept
         lower, upper = bounds()
         # fact 4 only where fact 1 leaves the sign open (narrow kernels): |J| n t
         open_sign = np.flatnonzero((lower < 0) & (upper >= 0))
-        if open_sign.size > t:  # one BLAS product beats gathering many rows
+        if open_sign.size > GATHER_MAX_SHARE * n:  # one pass over K beats the gathers
             absolute = K if K.min() >= 0 else np.abs(K)  # RBF, Laplace: K >= 0
             through_rows = (absolute @ delta)[open_sign, fold_ids[open_sign]]
-        elif open_sign.size:
-            through_rows = np.einsum("jn,nj->j", np.abs(K[open_sign]),
-                                     delta[:, fold_ids[open_sign]])
+        elif open_sign.size:  # those rows of |K| only
+            through_rows = (np.abs(K[open_sign]) @ delta)[np.arange(open_sign.size),
+                                                          fold_ids[open_sign]]
         if open_sign.size:
             spread[open_sign] = np.minimum(spread[open_sign], through_rows)
             lower, upper = bounds()

@@ -184,10 +184,12 @@ def _evaluate(K, y, fold_ids, lam, machine, method, order, tol, atol, closed, wa
                              "terms); used the closed-form limit (order inf)")
     if not np.all(np.isfinite(predictions)):
         raise KernelCVError(_non_finite_message(K, y, lam, method))
-    ratio, noise_share = heldout_rounding(K, alpha, intercept, fold_ids, curvature)
     # Exact refits, the closed form and order inf form held-out values directly (no
-    # "full fit + correction" subtraction), so only finite BIF orders can be noise.
+    # "full fit + correction" subtraction), so only finite BIF orders can be noise
+    # (and only they need its share: the ratio alone is reported for the others).
     direct = method in (Criterion.EXACT, Criterion.CLOSED_FORM) or order_used == "inf"
+    ratio, noise_share = heldout_rounding(K, alpha, intercept, fold_ids, curvature,
+                                          noise=not direct)
     degenerate = not direct and (noise_share > DEGENERATE_SHARE
                                   or ratio < NEGLIGIBLE_RATIO)
     if degenerate:

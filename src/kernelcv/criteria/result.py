@@ -7,6 +7,8 @@ from enum import Enum
 
 import numpy as np
 
+from ..machines.gram_products import kernel_times
+
 # A "full fit + correction" estimate is degenerate when more than this share of the
 # samples have a held-out value below its rounding level (their signs are noise).
 DEGENERATE_SHARE = 0.01
@@ -205,7 +207,8 @@ def weigh_errors(ev, y, fold_ids, machine):
     return ev
 
 
-def heldout_rounding(K, alpha, intercept, fold_ids, curvature) -> tuple[float, float]:
+def heldout_rounding(K, alpha, intercept, fold_ids, curvature,
+                     noise: bool = True) -> tuple[float, float]:
     """How much of each training-fit value a held-out prediction keeps, against rounding.
 
     For sample j in fold S the held-out kernel sum of the full fit is
@@ -218,20 +221,28 @@ def heldout_rounding(K, alpha, intercept, fold_ids, curvature) -> tuple[float, f
     when no point is in a quadratic piece). Where ``|o_j + b| <= r_j`` that value is
     rounding noise.
 
+    ``noise=False`` (a caller whose held-out values are formed directly, where rounding
+    noise of that kind cannot arise) skips the share: ``noise_share`` is then NaN.
+
     Returns
     -------
     ratio : median of ``|o_j| / |F_j|`` over samples with ``F_j != 0`` (0 if none).
     noise_share : share of samples with ``|o_j + b| <= r_j``.
 
-    Cost: O(n^2), one pass over the rows of K, fold by fold.
+    Cost: O(n^2), one pass over the rows of K; with ``noise=False`` ``O(n |R| t)``, the
+    rows R of K where ``alpha`` is non-zero (the support vectors,
+    :func:`~kernelcv.machines.gram_products.kernel_times`).
     """
     n = alpha.shape[0]
     t = int(fold_ids.max()) + 1
     member = fold_ids[:, None] == np.arange(t)[None, :]
     # Column i holds alpha off fold i: one product gives every held-out kernel sum
     # directly (the own fold's terms are exact zeros, not subtracted).
-    products = K @ np.column_stack([np.where(member, 0.0, alpha[:, None]), alpha,
-                                    np.abs(alpha), np.ones(n)])
+    columns = [np.where(member, 0.0, alpha[:, None]), alpha]
+    if not noise:
+        products = kernel_times(K, np.column_stack(columns))
+        return _median_ratio(products[np.arange(n), fold_ids], products[:, t]), float("nan")
+    products = K @ np.column_stack([*columns, np.abs(alpha), np.ones(n)])
     outside = products[np.arange(n), fold_ids]
     full = products[:, t]
     if K.min() >= 0:  # e.g. RBF and Laplace kernels: |K| = K
@@ -243,9 +254,13 @@ def heldout_rounding(K, alpha, intercept, fold_ids, curvature) -> tuple[float, f
     kappa = 1.0 + row_sum * float(curvature)
     level = np.finfo(np.float64).eps * kappa * np.sqrt(n) * (scale + abs(b))
     noise_share = float(np.mean(np.abs(outside + b) <= level))
+    return _median_ratio(outside, full), noise_share
+
+
+def _median_ratio(outside, full) -> float:
+    """Median of ``|outside_j| / |full_j|`` over ``full_j != 0`` (0 if none)."""
     valid = full != 0
-    ratio = float(np.median(np.abs(outside[valid]) / np.abs(full[valid]))) if valid.any() else 0.0
-    return ratio, noise_share
+    return float(np.median(np.abs(outside[valid]) / np.abs(full[valid]))) if valid.any() else 0.0
 
 
 def newton_curvature(h, lam, fold_ids) -> float:
