@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..machines.gram_products import rows_times
 from ..machines.losses import SquareLoss
 from .bif import fold_out_starts
 
@@ -90,11 +91,11 @@ def refit_predictions(K, y, fold_ids, lam, machine, full_fit=None, extra=None):
                     "intercept0": full_fit.intercept}
         fit = machine.take(train).fit(K_train, y[train], lam, **warm)
         n_iter += fit.n_iter
-        # the held-out values K[S_i, R_i] alpha' as one product with K's rows (K is
-        # symmetric), alpha' spread over all rows with zeros on the fold
+        # the held-out values K[S_i, R_i] alpha': K's block on the fold's rows and the
+        # refit's support vectors (alpha' spread over all rows with zeros on the fold)
         expanded[:] = 0.0
         expanded[rows] = fit.alpha
-        predictions[test] = (expanded @ K)[test] + fit.intercept
+        predictions[test] = rows_times(K, np.flatnonzero(test), expanded) + fit.intercept
         if extra is not None:
             at = extra[1] == i
             extra_predictions[at] = extra[0][at] @ expanded + fit.intercept
