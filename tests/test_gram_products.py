@@ -16,6 +16,12 @@ from kernelcv.machines.gram_products import kernel_times, nonzero_rows, rows_tim
 from kernelcv.validation import make_folds
 
 
+@pytest.fixture(autouse=True)
+def _gather_at_every_size(monkeypatch):
+    """The tests' problems are small: gathers from the first row, not from 400."""
+    monkeypatch.setattr(gram_products, "GATHER_MIN_ROWS", 0)
+
+
 def _gram(n, seed, gamma=0.5):
     X = np.random.default_rng(seed).normal(size=(n, 3))
     return make_kernel("rbf", gamma=gamma)(X)
