@@ -3,7 +3,10 @@ GridSearchCV (SVC) and TorchKM on the CPU (issue 37's figure).
 
 Subsamples of a LIBSVM set (``--set``, default ijcnn1; training rows drawn from its
 training file, 5,000 test rows from its test file, per seed, as bench_select.py draws
-them), the same grid for every grid search -- the random-features paper's 13 gamma
+them) or TorchKM's simulated data (``--set torchkm-p10`` / ``torchkm-p1000``: its Table 2
+generator, 5 Gaussian clusters per class in p dimensions, standardized, n/10 test rows,
+drawn per seed by ``torchkm_runner.py --data-only`` in ``--torchkm-python``), the
+same grid for every grid search -- the random-features paper's 13 gamma
 (2^-15, 2^-13, ..., 2^9) x 11 C (2^-5, 2^-3, ..., 2^15) -- and the same 5 stratified folds
 (``kernelcv.validation.make_folds``, seed = the split's). One BLAS thread everywhere.
 
@@ -25,6 +28,8 @@ and a paired t-test of the test errors over the seeds (kernelcv worse than each 
 
     python benchmarks/bench_large.py --sizes 1000 2000 5000 10000 20000 --seeds 0 1 2 \
         --torchkm-python /tmp/tkm/bin/python --png docs/figures/large_n_scaling.png
+    python benchmarks/bench_large.py --set torchkm-p10 --sizes 5000 10000 --seeds 0 1 2 \
+        --grid-max-n 0 --torchkm-max-n 0 --torchkm-python /tmp/tkm/bin/python
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ from kernelcv.validation import make_folds
 DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 RUNNER = Path(__file__).with_name("torchkm_runner.py")
 FOLDS = 5
+# TorchKM's simulated data: set name -> dimension p
+TORCHKM_SETS = {"torchkm-p10": 10, "torchkm-p1000": 1000}
 
 
 def grid_text(values):
@@ -101,6 +108,19 @@ def run_torchkm(python, folder, X, y, X_test, y_test, folds):
             "choice": [2.0 * result["sig"], result["C"]]}
 
 
+def torchkm_data(python, n, p, seed, folder):
+    """TorchKM's Table 2 data of n training rows (and n/10 test rows) in p dimensions,
+    drawn by its own generator for ``seed``: ``(X, y, X_test, y_test)``, labels +-1."""
+    data = folder / f"torchkm_{n}_{p}_{seed}.npz"
+    done = subprocess.run([python, str(RUNNER), str(n), str(p), str(seed), str(data),
+                           "--data-only"], capture_output=True, text=True, env=thread_env(),
+                          check=False)
+    if done.returncode != 0:
+        sys.exit(f"TorchKM's generator failed: {done.stderr[-2000:]}")
+    given = np.load(data)
+    return given["X"], given["y"], given["X_test"], given["y_test"]
+
+
 def extrapolate(measured, n):
     """Seconds at n from the two largest measured (n, seconds): a power law."""
     (n1, s1), (n2, s2) = sorted(measured)[-2:]
@@ -142,7 +162,8 @@ def plot(rows, path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", default="ijcnn1", choices=sorted(LARGE_SOURCES))
+    parser.add_argument("--set", default="ijcnn1",
+                        choices=sorted(LARGE_SOURCES) + sorted(TORCHKM_SETS))
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 5000])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--grid-max-n", type=int, default=2000,
@@ -155,16 +176,23 @@ def main():
     parser.add_argument("--png")
     args = parser.parse_args()
     loader = Loader(args.data_dir)
-    if not loader.exists(f"{args.set}-{args.sizes[0]}"):
+    simulated = args.set in TORCHKM_SETS
+    if simulated and not args.torchkm_python:
+        sys.exit(f"--set {args.set} draws TorchKM's data: give --torchkm-python")
+    if not simulated and not loader.exists(f"{args.set}-{args.sizes[0]}"):
         print(f"{args.data_dir} has no {args.set} files: nothing to run")
         return
     rows = []
     for n in args.sizes:
         for seed in args.seeds:
-            X, y, X_test, y_test = loader.split(f"{args.set}-{n}", seed)
-            folds = make_folds(y, FOLDS, True, seed)
             results = {}
             with tempfile.TemporaryDirectory() as tmp:
+                if simulated:
+                    X, y, X_test, y_test = torchkm_data(args.torchkm_python, n,
+                                                        TORCHKM_SETS[args.set], seed, Path(tmp))
+                else:
+                    X, y, X_test, y_test = loader.split(f"{args.set}-{n}", seed)
+                folds = make_folds(y, FOLDS, True, seed)
                 results["kernelcv"] = run_kernelcv(Path(tmp), X, y, X_test, y_test, folds,
                                                    args.kernelcv_args.split())
                 results["Halving"] = run_sklearn(HalvingGridSearchCV, X, y, X_test, y_test,
