@@ -20,6 +20,8 @@ from kernelcv.random_features.growth import (
     feature_sizes,
     is_stable,
     keep_settings,
+    majority_rate,
+    shows_signal,
 )
 from kernelcv.random_features.linear_cv import linear_svm_path_cv, square_path_cv
 from kernelcv.random_features.sums import (
@@ -276,3 +278,37 @@ def test_cli_default_is_adaptive_and_fixed_d_keeps_the_paper_protocol(capsys, tm
         assert code == 2 and message in err, err
     code, _, err = _select(capsys, path, "--machine", "svm", "--max-features", "64")
     assert code == 2 and "belong(s) to --method rff" in err
+
+
+def test_majority_rate_and_the_signal_rule():
+    assert majority_rate(np.array([1, 1, 1, -1])) == pytest.approx(0.25)
+    assert majority_rate(np.array(["a", "b", "c", "c"])) == pytest.approx(0.5)
+    assert shows_signal(0.10, 0.25, 0.02) and not shows_signal(0.24, 0.25, 0.02)
+    assert not shows_signal(0.23, 0.25, 0.02)  # exactly the slack below: not yet
+
+
+def test_a_surface_without_signal_is_never_stable():
+    """Labels independent of X with 10 % positives: every feature count scores the
+    majority class's rate, so the growth never calls a choice stable (it used to stop
+    at D = 128 and choose the constant classifier, as on a 10,000-row w8a draw); it runs
+    to max_features and says that the feature space showed no signal. Labels that
+    depend on X stop as before."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 4))
+    noise = np.where(rng.random(400) < 0.1, 1, -1)
+    grid = {"gammas": [0.1, 1.0], "Cs": [0.1, 1.0, 10.0], "folds": 4}
+    blind = grid_search(X, noise, "l2svm", method=FeatureSpace(max_features=256, refine=False),
+                        **grid)
+    space = blind.to_dict()["feature_space"]
+    baseline = majority_rate(noise)
+    assert all(p["best_cv_error"] >= baseline - p["tolerance"] for p in space["path"])
+    assert [p["features"] for p in space["path"]] == [64, 128, 256]
+    assert not any(p["stable"] for p in space["path"])
+    assert space["stop"] == "max_features"
+    assert any("no feature count up to D = 256" in note for note in blind.notes)
+    signal = np.where(X[:, 0] + 0.5 * X[:, 1] > 1.2, 1, -1)
+    clear = grid_search(X, signal, "l2svm", method=FeatureSpace(max_features=256,
+                                                                refine=False), **grid)
+    assert clear.to_dict()["feature_space"]["stop"] in ("stable", "max_features")
+    assert clear.best_cv_error < majority_rate(signal) / 2
+    assert not any("no feature count" in note for note in clear.notes)

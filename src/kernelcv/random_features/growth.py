@@ -25,7 +25,13 @@ paper's D = 30 picks the grid corner). The search therefore grows D:
    is still within ``tol`` standard errors of the best at D (the same grid point, or
    one as good). Both are needed: on ijcnn1 (RFF) D = 64 and 128 choose the same point
    (gamma 2^-7, C 2^15) with CV errors 0.073 and 0.062 -- the surface had not settled,
-   and that point gives a poor kernel SVM;
+   and that point gives a poor kernel SVM. A classifier's surface that shows **no
+   signal** -- its best 0-1 CV error within ``tol`` standard errors of the majority
+   class's rate, what predicting one class everywhere scores -- is never stable: the
+   features cannot tell the classes apart yet (session 31, a 10,000-row w8a draw, 3 %
+   positives: every point of D = 64 and 128 scored 0.029-0.030 against the constant
+   classifier's 0.0298, the growth stopped there and chose a model predicting the
+   majority class, test error 0.0298; grown on, D = 512 gives test error 0.0144);
 5. or when the next size would exceed the budget: ``time_budget`` seconds for the
    growth (the next size is predicted to cost (D'/D)^2 times the last one, scaled by the
    number of settings in play), the memory budget, or ``max_features``.
@@ -158,6 +164,18 @@ def keep_settings(settings, per_setting, evaluated, margin=PRUNE_MARGIN):
     close = [position for position, i in enumerate(by_gamma)
              if min(r["score"] for r in per_setting[i]) <= (1.0 + margin) * best]
     return sorted(by_gamma[close[0]:close[-1] + 2])
+
+
+def majority_rate(y) -> float:
+    """The 0-1 error of predicting the most frequent label everywhere."""
+    _, counts = np.unique(np.asarray(y), return_counts=True)
+    return float(1.0 - counts.max() / counts.sum()) if counts.size else 0.0
+
+
+def shows_signal(best, baseline, slack) -> bool:
+    """Whether a classifier's best CV error ``best`` is more than ``slack`` below
+    ``baseline``, the majority class's rate (:func:`majority_rate`)."""
+    return bool(best < baseline - slack)
 
 
 def is_stable(previous_best, best, previous_choice_now, slack) -> bool:
@@ -299,6 +317,9 @@ def grow_features(method, settings, setting_lams, rows, shared, execution, X=Non
     if draw.kind == "nystroem":
         draw.set_landmarks(rows.take(draw.landmark_rows_))
     limit = memory_budget(execution.memory_budget)
+    # the constant classifier's error, where the ranking is by the 0-1 error
+    baseline = (majority_rate(rows.y) if method.classifier
+                and getattr(method, "scoring", None) is None else None)
     per_setting, path, notes = {}, [], []
     active = list(range(len(settings)))
     tic = time.perf_counter()
@@ -354,6 +375,9 @@ def grow_features(method, settings, setting_lams, rows, shared, execution, X=Non
             now = per_setting[previous[0]][previous[1]]["score"]
             entry["previous_choice_error"] = now
             entry["stable"] = is_stable(previous[2], best, now, slack)
+        if baseline is not None and not shows_signal(best, baseline, slack):
+            entry["stable"] = False  # nothing beyond the majority class yet: grow on
+            entry["no_signal"] = True
         path.append(entry)
         choice = (setting, position)
         if entry["stable"]:
@@ -364,5 +388,12 @@ def grow_features(method, settings, setting_lams, rows, shared, execution, X=Non
     else:
         if sizes[-1] >= n and sizes[-1] < method.max_features:
             stop = "n"
+    if path and path[-1].get("no_signal"):
+        notes.append(f"no feature count up to D = {path[-1]['features']} gave a CV error "
+                     f"below the majority class's rate {baseline:.4g} (the best was "
+                     f"{path[-1]['best_cv_error']:.4g}): the feature space cannot tell the "
+                     "classes apart here and its choice may be the constant classifier; "
+                     "raise --max-features / --feature-time, or name method 'bif' where "
+                     "the kernel matrix fits")
     notes.extend(getattr(rows, "notes", []))
     return Growth(per_setting, choice, fmap, fmap.n_features, path, stop, notes)
