@@ -144,6 +144,7 @@ class DaskRows:
         self.client = client
         self.partitions = partitions
         self.n_rows, self.n_dims = int(n_rows), int(n_dims)
+        self.y = np.asarray(y)  # the labels stay here too (n values: the growth's baseline)
         self.fold_ids = np.asarray(fold_ids)
         self.n_folds = int(self.fold_ids.max()) + 1
         self.row_bytes = float(row_bytes)

@@ -318,7 +318,8 @@ def grow_features(method, settings, setting_lams, rows, shared, execution, X=Non
         draw.set_landmarks(rows.take(draw.landmark_rows_))
     limit = memory_budget(execution.memory_budget)
     # the constant classifier's error, where the ranking is by the 0-1 error
-    baseline = (majority_rate(rows.y) if method.classifier
+    labels = getattr(rows, "y", None)
+    baseline = (majority_rate(labels) if method.classifier and labels is not None
                 and getattr(method, "scoring", None) is None else None)
     per_setting, path, notes = {}, [], []
     active = list(range(len(settings)))
