@@ -161,8 +161,7 @@ def bif_predictions(K, y, fold_ids, lam, machine, fit, order=5, tol=1e-6, max_or
     t = int(fold_ids.max()) + 1
     sizes = np.bincount(fold_ids, minlength=t).astype(np.float64)
     eps = -sizes / (n - sizes)
-    member = fold_ids[:, None] == np.arange(t)[None, :]
-    D = np.where(member, 1.0 / sizes[None, :], 0.0) - 1.0 / n
+    D = _fold_weights(fold_ids, sizes)
     rows_e = None if extra is None else _ExtraRows(extra, fit, active)
 
     def bounds(coef, intercepts, fold_functions=None):
@@ -434,10 +433,15 @@ def newton_step_weights(K, g, h, lam, n, fold_ids, eps, sizes, fit_intercept):
     return weights, betas
 
 
-def _fold_gradients(g, fold_ids, sizes):
-    """(n, t) matrix whose column i is ``d_i * g = -g / n + g 1[S_i] / l_i``."""
+def _fold_weights(fold_ids, sizes):
+    """(n, t) matrix ``D`` whose column i is ``d_i = -1/n + 1[S_i] / l_i``."""
     member = fold_ids[:, None] == np.arange(sizes.shape[0])[None, :]
-    return (np.where(member, 1.0 / sizes[None, :], 0.0) - 1.0 / fold_ids.shape[0]) * g[:, None]
+    return np.where(member, 1.0 / sizes[None, :], 0.0) - 1.0 / fold_ids.shape[0]
+
+
+def _fold_gradients(g, fold_ids, sizes):
+    """(n, t) matrix whose column i is ``d_i * g`` (:func:`_fold_weights`)."""
+    return _fold_weights(fold_ids, sizes) * g[:, None]
 
 
 def _retained_gradient_weights(g, fold_ids, sizes):
