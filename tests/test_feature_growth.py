@@ -20,7 +20,6 @@ from kernelcv.random_features.growth import (
     feature_sizes,
     is_stable,
     keep_settings,
-    majority_rate,
     shows_signal,
 )
 from kernelcv.random_features.linear_cv import linear_svm_path_cv, square_path_cv
@@ -33,6 +32,7 @@ from kernelcv.random_features.sums import (
     square_fold_models,
 )
 from kernelcv.reading.files import make_synthetic
+from kernelcv.selection.after_grid.baseline import baseline_error
 from kernelcv.selection.search import grid_search
 from kernelcv.validation import check_data, make_folds
 
@@ -280,9 +280,7 @@ def test_cli_default_is_adaptive_and_fixed_d_keeps_the_paper_protocol(capsys, tm
     assert code == 2 and "belong(s) to --method rff" in err
 
 
-def test_majority_rate_and_the_signal_rule():
-    assert majority_rate(np.array([1, 1, 1, -1])) == pytest.approx(0.25)
-    assert majority_rate(np.array(["a", "b", "c", "c"])) == pytest.approx(0.5)
+def test_the_signal_rule():
     assert shows_signal(0.10, 0.25, 0.02) and not shows_signal(0.24, 0.25, 0.02)
     assert not shows_signal(0.23, 0.25, 0.02)  # exactly the slack below: not yet
 
@@ -300,7 +298,7 @@ def test_a_surface_without_signal_is_never_stable():
     blind = grid_search(X, noise, "l2svm", method=FeatureSpace(max_features=256, refine=False),
                         **grid)
     space = blind.to_dict()["feature_space"]
-    baseline = majority_rate(noise)
+    baseline = baseline_error(noise, blind.fold_ids, True)
     assert all(p["best_cv_error"] >= baseline - p["tolerance"] for p in space["path"])
     assert [p["features"] for p in space["path"]] == [64, 128, 256]
     assert not any(p["stable"] for p in space["path"])
@@ -310,5 +308,5 @@ def test_a_surface_without_signal_is_never_stable():
     clear = grid_search(X, signal, "l2svm", method=FeatureSpace(max_features=256,
                                                                 refine=False), **grid)
     assert clear.to_dict()["feature_space"]["stop"] in ("stable", "max_features")
-    assert clear.best_cv_error < majority_rate(signal) / 2
+    assert clear.best_cv_error < baseline_error(signal, clear.fold_ids, True) / 2
     assert not any("no feature count" in note for note in clear.notes)

@@ -56,6 +56,7 @@ import numpy as np
 from ..features import FeatureMap
 from ..memory import memory_budget
 from ..reading.rowchunks import chunk_rows_for
+from ..selection.after_grid.baseline import baseline_error
 from ..selection.backends import run_tasks
 from ..selection.tasks import evaluate_task
 from .linear_cv import lam_to_c
@@ -166,15 +167,10 @@ def keep_settings(settings, per_setting, evaluated, margin=PRUNE_MARGIN):
     return sorted(by_gamma[close[0]:close[-1] + 2])
 
 
-def majority_rate(y) -> float:
-    """The 0-1 error of predicting the most frequent label everywhere."""
-    _, counts = np.unique(np.asarray(y), return_counts=True)
-    return float(1.0 - counts.max() / counts.sum()) if counts.size else 0.0
-
-
 def shows_signal(best, baseline, slack) -> bool:
     """Whether a classifier's best CV error ``best`` is more than ``slack`` below
-    ``baseline``, the majority class's rate (:func:`majority_rate`)."""
+    ``baseline``, the CV error of predicting each training part's majority class
+    (:func:`~kernelcv.selection.after_grid.baseline.baseline_error`)."""
     return bool(best < baseline - slack)
 
 
@@ -319,8 +315,9 @@ def grow_features(method, settings, setting_lams, rows, shared, execution, X=Non
     limit = memory_budget(execution.memory_budget)
     # the constant classifier's error, where the ranking is by the 0-1 error
     labels = getattr(rows, "y", None)
-    baseline = (majority_rate(labels) if method.classifier and labels is not None
-                and getattr(method, "scoring", None) is None else None)
+    baseline = (baseline_error(labels, rows.fold_ids, True) if method.classifier
+                and labels is not None and getattr(method, "scoring", None) is None
+                else None)
     per_setting, path, notes = {}, [], []
     active = list(range(len(settings)))
     tic = time.perf_counter()
